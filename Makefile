@@ -1,0 +1,32 @@
+# Sluice. `make run` installs what is missing and starts one node on the embedded store (./data);
+# `make test` runs the whole suite on PostgreSQL and on PGlite; `make bench` runs the load scenarios.
+NODE := node --import tsx
+TESTS := $(wildcard test/*.test.ts)
+
+.PHONY: install run test test-pg test-pglite typecheck bench clean
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+install: node_modules/.package-lock.json
+
+run: install
+	$(NODE) src/main.ts
+
+typecheck: install
+	npx tsc --noEmit -p .
+
+test: typecheck test-pg test-pglite
+
+test-pg: install
+	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=2 $(TESTS)
+
+test-pglite: install
+	SLUICE_TEST_STORE=pglite $(NODE) --test --test-concurrency=2 $(TESTS)
+
+bench: install
+	$(NODE) bench/run.ts
+
+clean:
+	rm -rf .tmp data

@@ -1,0 +1,468 @@
+// QueueActor — the live jobs of one (organization, queue), on one thread, changed by nobody else.
+//
+// Job states held here (terminal jobs leave memory; the store keeps them):
+//   provisional  inserted with an idempotency key, commit pending: the insert may lose to an existing key,
+//                so it is not claimable until the commit says it went in
+//   pending      in `ready`, ordered by priority (high first), then id (UUIDv7: oldest first)
+//   scheduled    in `scheduled`, ordered by run-at; `tick` moves it to pending when due
+//   processing   in `leases`, ordered by lease expiry; `tick` expires it
+//
+// Messages:
+//   enqueue    new job → provisional | pending | scheduled; a live job with the same key → that job
+//   claim      paused → []; else up to `limit` ready jobs → processing; none and `wait_ms` → a waiter
+//   complete   processing + matching live lease → completed (leaves memory); otherwise LEASE_EXPIRED
+//   fail       processing + matching live lease → scheduled after backoff, or deadletter when retries are
+//              exhausted or the worker says it is not retryable
+//   heartbeat  processing + matching live lease → new expiry; an expired lease is never revived
+//   cancel     pending | scheduled | processing → cancelled (a worker holding it then gets LEASE_EXPIRED)
+//   tick       due scheduled → pending; due leases → pending with retry_count + 1, or deadletter
+//
+// Heap entries are never removed in place: each job carries a version, bumped on every transition, and an
+// entry whose version is old is skipped when it surfaces.
+import { AppError } from '../../errors.js';
+import { Heap } from '../heap.js';
+import { leaseId as newLeaseId } from '../ids.js';
+import type { Effects, ErrorEntry, JobRow, JobState, JobStatus, Reply } from '../records.js';
+
+export interface QueueSettings {
+  /** Backoff unit: min(2^retry_count, 60) units before the next attempt. */
+  retryUnitMs: number;
+  defaultMaxRetries: number;
+  defaultTimeoutSeconds: number;
+}
+
+export interface QueueRow {
+  paused: boolean;
+  paused_reason: string | null;
+  max_retries: number | null;
+  lease_duration_secs: number | null;
+}
+
+type LiveStatus = 'provisional' | 'pending' | 'scheduled' | 'processing';
+
+export interface LiveJob {
+  id: string;
+  status: LiveStatus;
+  priority: number;
+  retry_count: number;
+  max_retries: number;
+  timeout_seconds: number;
+  last_error: string | null;
+  scheduled_at: number | null;
+  started_at: number | null;
+  assigned_worker_id: string | null;
+  lease_id: string | null;
+  lease_expires_at: number | null;
+  /** Length of the current lease, which a heartbeat without a duration renews. */
+  lease_ms: number;
+  idempotency_key: string | null;
+  ver: number;
+}
+
+interface Entry {
+  job: LiveJob;
+  ver: number;
+  at: number;
+}
+
+export interface EnqueueInput {
+  payload: unknown;
+  priority: number;
+  max_retries: number | null;
+  timeout_seconds: number | null;
+  scheduled_at: number | null;
+  idempotency_key: string | null;
+  tags: Record<string, string>;
+  completion_webhook: string | null;
+  completion_webhook_secret: string | null;
+}
+
+export type EnqueueReply =
+  | { created: true; job: JobRow }
+  /** The key belongs to an existing job, which the caller reads from the store. */
+  | { created: false; idempotency_key: string };
+
+export interface ClaimInput {
+  worker_id: string;
+  limit: number;
+  lease_duration_secs: number | null;
+}
+
+export interface LeaseInput {
+  id: string;
+  worker_id: string;
+  lease_id: string | null;
+}
+
+export interface Waiter {
+  input: ClaimInput;
+  respond(reply: Reply<ClaimReply>): void;
+}
+
+export type ClaimReply = { jobs: Record<string, unknown>[] };
+
+export const backoffMs = (retryCount: number, unitMs: number): number => Math.min(2 ** retryCount, 60) * unitMs;
+
+const readyOrder = (a: Entry, b: Entry): boolean =>
+  a.job.priority !== b.job.priority ? a.job.priority > b.job.priority : a.job.id < b.job.id;
+const earliest = (a: Entry, b: Entry): boolean => a.at < b.at;
+
+export class QueueActor {
+  readonly jobs = new Map<string, LiveJob>();
+  private readonly keys = new Map<string, LiveJob>();
+  private readonly ready = new Heap<Entry>(readyOrder);
+  private readonly scheduled = new Heap<Entry>(earliest);
+  private readonly leases = new Heap<Entry>(earliest);
+  private waiters: Waiter[] = [];
+  private queue: QueueRow | null;
+
+  constructor(
+    readonly organizationId: string,
+    readonly name: string,
+    private readonly settings: QueueSettings,
+    queue: QueueRow | null,
+    live: Iterable<Omit<LiveJob, 'ver'>> = [],
+  ) {
+    this.queue = queue;
+    for (const row of live) this.place({ ...row, ver: 0 });
+  }
+
+  get paused(): boolean {
+    return this.queue?.paused ?? false;
+  }
+
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  enqueue(input: EnqueueInput, fx: Effects): Reply<EnqueueReply> {
+    const key = input.idempotency_key;
+    if (key !== null) {
+      const existing = this.keys.get(key);
+      if (existing) return () => ({ created: false, idempotency_key: key });
+    }
+    this.ensureQueue(fx);
+    const now = fx.now;
+    const id = fx.newJobId();
+    const delayed = input.scheduled_at !== null && input.scheduled_at > now;
+    const row: JobRow = {
+      id,
+      organization_id: this.organizationId,
+      queue_name: this.name,
+      status: delayed ? 'scheduled' : 'pending',
+      payload: input.payload,
+      result: null,
+      priority: input.priority,
+      retry_count: 0,
+      max_retries: input.max_retries ?? this.queue?.max_retries ?? this.settings.defaultMaxRetries,
+      last_error: null,
+      errors: [],
+      tags: input.tags,
+      idempotency_key: key,
+      timeout_seconds: input.timeout_seconds ?? this.queue?.lease_duration_secs ?? this.settings.defaultTimeoutSeconds,
+      scheduled_at: input.scheduled_at,
+      created_at: now,
+      started_at: null,
+      completed_at: null,
+      updated_at: now,
+      assigned_worker_id: null,
+      lease_id: null,
+      lease_expires_at: null,
+      workflow_id: null,
+      dependencies_met: true,
+      completion_webhook: input.completion_webhook,
+      completion_webhook_secret: input.completion_webhook_secret,
+    };
+    const job: LiveJob = {
+      id,
+      status: key !== null ? 'provisional' : row.status as LiveStatus,
+      priority: row.priority,
+      retry_count: 0,
+      max_retries: row.max_retries,
+      timeout_seconds: row.timeout_seconds,
+      last_error: null,
+      scheduled_at: row.scheduled_at,
+      started_at: null,
+      assigned_worker_id: null,
+      lease_id: null,
+      lease_expires_at: null,
+      lease_ms: row.timeout_seconds * 1000,
+      idempotency_key: key,
+      ver: 0,
+    };
+    this.jobs.set(id, job);
+    if (key !== null) this.keys.set(key, job);
+    fx.write({ kind: 'insert', job: row, conflictKey: key !== null });
+
+    if (key === null) {
+      this.place(job);
+      this.feedWaiters(fx);
+      return () => ({ created: true, job: row });
+    }
+    return (out) => {
+      if (this.jobs.get(id) !== job) return { created: false, idempotency_key: key };
+      if (!out.inserted.has(id)) {
+        // Another thread's job holds the key: this one never existed.
+        this.forget(job);
+        return { created: false, idempotency_key: key };
+      }
+      job.status = row.status as LiveStatus;
+      this.place(job);
+      this.feedWaiters(fx);
+      return { created: true, job: row };
+    };
+  }
+
+  /** Returns null when nothing is claimable and the caller may wait (see addWaiter). */
+  claim(input: ClaimInput, fx: Effects): Reply<ClaimReply> | null {
+    if (this.paused) return () => ({ jobs: [] });
+    const ids = this.take(input, fx);
+    if (ids.length === 0) return null;
+    return (out) => ({ jobs: ids.map((id) => out.rows.get(id)!).filter(Boolean) });
+  }
+
+  addWaiter(w: Waiter): void {
+    this.waiters.push(w);
+  }
+
+  removeWaiter(w: Waiter): boolean {
+    const i = this.waiters.indexOf(w);
+    if (i < 0) return false;
+    this.waiters.splice(i, 1);
+    return true;
+  }
+
+  /** Hands every waiter its jobs; used when evicted (they get nothing) and when jobs become ready. */
+  drainWaiters(): Waiter[] {
+    const all = this.waiters;
+    this.waiters = [];
+    return all;
+  }
+
+  complete(input: LeaseInput & { result: unknown }, fx: Effects): Reply<{ id: string; status: JobStatus; completed_at: number }> {
+    const job = this.leased(input, fx.now);
+    const now = fx.now;
+    this.forget(job);
+    fx.write({
+      kind: 'update',
+      id: job.id,
+      state: { ...this.state(job, now), status: 'completed', completed_at: now, lease_id: null, lease_expires_at: null },
+      result: input.result,
+    });
+    return () => ({ id: job.id, status: 'completed', completed_at: now });
+  }
+
+  fail(input: LeaseInput & { error: string; retryable: boolean }, fx: Effects) {
+    const job = this.leased(input, fx.now);
+    const now = fx.now;
+    const entry: ErrorEntry = { attempt: job.retry_count + 1, error: input.error, at: new Date(now).toISOString() };
+    job.last_error = input.error;
+    job.lease_id = null;
+    job.lease_expires_at = null;
+    job.assigned_worker_id = null;
+    let status: JobStatus;
+    if (input.retryable && job.retry_count < job.max_retries) {
+      job.scheduled_at = now + backoffMs(job.retry_count, this.settings.retryUnitMs);
+      job.retry_count++;
+      job.status = 'scheduled';
+      status = 'scheduled';
+      this.place(job);
+      fx.write({ kind: 'update', id: job.id, state: this.state(job, now), errors: [entry] });
+    } else {
+      status = 'deadletter';
+      this.forget(job);
+      fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status }, errors: [entry] });
+    }
+    const reply = {
+      id: job.id,
+      status,
+      retry_count: job.retry_count,
+      max_retries: job.max_retries,
+      scheduled_at: status === 'scheduled' ? job.scheduled_at : null,
+      last_error: input.error,
+    };
+    return () => reply;
+  }
+
+  heartbeat(input: LeaseInput & { lease_duration_secs: number | null }, fx: Effects) {
+    const job = this.leased(input, fx.now);
+    const now = fx.now;
+    if (input.lease_duration_secs !== null) job.lease_ms = input.lease_duration_secs * 1000;
+    job.lease_expires_at = now + job.lease_ms;
+    this.place(job);
+    fx.write({ kind: 'update', id: job.id, state: this.state(job, now) });
+    const reply = { id: job.id, lease_id: job.lease_id, lease_expires_at: job.lease_expires_at };
+    return () => reply;
+  }
+
+  /** Null when the job is not live here: the caller tells "terminal" from "unknown" with the store. */
+  cancel(id: string, fx: Effects): Reply<{ id: string; status: JobStatus }> | null {
+    const job = this.jobs.get(id);
+    if (!job || job.status === 'provisional') return null;
+    const now = fx.now;
+    this.forget(job);
+    fx.write({
+      kind: 'update',
+      id,
+      state: { ...this.state(job, now), status: 'cancelled', completed_at: now, lease_id: null, lease_expires_at: null },
+    });
+    return () => ({ id, status: 'cancelled' });
+  }
+
+  /** Fires everything due at fx.now: scheduled jobs become pending, expired leases are given up. */
+  tick(fx: Effects): void {
+    const now = fx.now;
+    let promoted = false;
+    for (let e = this.scheduled.peek(); e && (this.stale(e, 'scheduled') || e.at <= now); e = this.scheduled.peek()) {
+      this.scheduled.pop();
+      if (this.stale(e, 'scheduled')) continue;
+      const job = e.job;
+      job.status = 'pending';
+      this.place(job);
+      fx.write({ kind: 'update', id: job.id, state: this.state(job, now) });
+      promoted = true;
+    }
+    for (let e = this.leases.peek(); e && (this.stale(e, 'processing') || e.at <= now); e = this.leases.peek()) {
+      this.leases.pop();
+      if (this.stale(e, 'processing')) continue;
+      const job = e.job;
+      const entry: ErrorEntry = { attempt: job.retry_count + 1, error: 'lease expired', at: new Date(now).toISOString() };
+      job.last_error = 'lease expired';
+      job.lease_id = null;
+      job.lease_expires_at = null;
+      job.assigned_worker_id = null;
+      if (job.retry_count < job.max_retries) {
+        job.retry_count++;
+        job.status = 'pending';
+        this.place(job);
+        fx.write({ kind: 'update', id: job.id, state: this.state(job, now), errors: [entry] });
+        promoted = true;
+      } else {
+        this.forget(job);
+        fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status: 'deadletter' }, errors: [entry] });
+      }
+    }
+    if (promoted) this.feedWaiters(fx);
+  }
+
+  /** The next instant tick has work, or null. */
+  nextWake(): number | null {
+    const s = this.liveTop(this.scheduled, 'scheduled');
+    const l = this.liveTop(this.leases, 'processing');
+    if (s === undefined) return l?.at ?? null;
+    if (l === undefined) return s.at;
+    return Math.min(s.at, l.at);
+  }
+
+  // --- internals ---
+
+  private ensureQueue(fx: Effects): void {
+    if (this.queue) return;
+    this.queue = { paused: false, paused_reason: null, max_retries: null, lease_duration_secs: null };
+    fx.write({ kind: 'queue', organization_id: this.organizationId, name: this.name, at: fx.now });
+  }
+
+  private take(input: ClaimInput, fx: Effects): string[] {
+    const now = fx.now;
+    const ids: string[] = [];
+    while (ids.length < input.limit) {
+      const e = this.ready.pop();
+      if (!e) break;
+      if (this.stale(e, 'pending')) continue;
+      const job = e.job;
+      job.status = 'processing';
+      job.assigned_worker_id = input.worker_id;
+      job.lease_id = newLeaseId();
+      job.started_at = now;
+      job.lease_ms = (input.lease_duration_secs ?? job.timeout_seconds) * 1000;
+      job.lease_expires_at = now + job.lease_ms;
+      this.place(job);
+      fx.write({ kind: 'update', id: job.id, state: this.state(job, now), returning: true });
+      ids.push(job.id);
+    }
+    return ids;
+  }
+
+  private feedWaiters(fx: Effects): void {
+    if (this.paused) return;
+    while (this.waiters.length > 0 && this.ready.size > 0) {
+      const w = this.waiters[0]!;
+      const ids = this.take(w.input, fx);
+      if (ids.length === 0) break;
+      this.waiters.shift();
+      w.respond((out) => ({ jobs: ids.map((id) => out.rows.get(id)!).filter(Boolean) }));
+    }
+  }
+
+  /** The job under a live lease that the request proves it holds, or LEASE_EXPIRED. */
+  private leased(input: LeaseInput, now: number): LiveJob {
+    const job = this.jobs.get(input.id);
+    if (
+      !job ||
+      job.status !== 'processing' ||
+      job.lease_expires_at === null ||
+      job.lease_expires_at <= now ||
+      job.assigned_worker_id !== input.worker_id ||
+      (input.lease_id !== null && job.lease_id !== input.lease_id)
+    ) {
+      throw new AppError('LEASE_EXPIRED', 'The lease is stale or does not match this worker');
+    }
+    return job;
+  }
+
+  /** Puts the job in the structure of its status, under a new version. */
+  private place(job: LiveJob): void {
+    job.ver++;
+    this.jobs.set(job.id, job);
+    if (job.idempotency_key !== null) this.keys.set(job.idempotency_key, job);
+    switch (job.status) {
+      case 'pending':
+        this.ready.push({ job, ver: job.ver, at: 0 });
+        break;
+      case 'scheduled':
+        this.scheduled.push({ job, ver: job.ver, at: job.scheduled_at ?? 0 });
+        break;
+      case 'processing':
+        this.leases.push({ job, ver: job.ver, at: job.lease_expires_at ?? 0 });
+        break;
+      case 'provisional':
+        break;
+    }
+  }
+
+  private forget(job: LiveJob): void {
+    job.ver++;
+    this.jobs.delete(job.id);
+    if (job.idempotency_key !== null && this.keys.get(job.idempotency_key) === job) this.keys.delete(job.idempotency_key);
+  }
+
+  private stale(e: Entry, status: LiveStatus): boolean {
+    return e.ver !== e.job.ver || e.job.status !== status || this.jobs.get(e.job.id) !== e.job;
+  }
+
+  private liveTop(heap: Heap<Entry>, status: LiveStatus): Entry | undefined {
+    let e = heap.peek();
+    while (e && this.stale(e, status)) {
+      heap.pop();
+      e = heap.peek();
+    }
+    return e;
+  }
+
+  private state(job: LiveJob, now: number): JobState {
+    return {
+      status: job.status === 'provisional' ? 'pending' : job.status,
+      priority: job.priority,
+      retry_count: job.retry_count,
+      last_error: job.last_error,
+      scheduled_at: job.scheduled_at,
+      started_at: job.started_at,
+      completed_at: null,
+      updated_at: now,
+      assigned_worker_id: job.assigned_worker_id,
+      lease_id: job.lease_id,
+      lease_expires_at: job.lease_expires_at,
+    };
+  }
+}
+

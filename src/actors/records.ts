@@ -1,0 +1,76 @@
+// The vocabulary actors write into their thread's journal. Records describe final row states, not SQL:
+// the journal coalesces several records for one job within a batch into one row write.
+
+export type JobStatus = 'pending' | 'scheduled' | 'processing' | 'completed' | 'deadletter' | 'cancelled';
+
+export interface ErrorEntry {
+  attempt: number;
+  error: string;
+  at: string;
+}
+
+/** The columns of a job that change over its life. Times are epoch milliseconds. */
+export interface JobState {
+  status: JobStatus;
+  priority: number;
+  retry_count: number;
+  last_error: string | null;
+  scheduled_at: number | null;
+  started_at: number | null;
+  completed_at: number | null;
+  updated_at: number;
+  assigned_worker_id: string | null;
+  lease_id: string | null;
+  lease_expires_at: number | null;
+}
+
+/** A whole new job row. */
+export interface JobRow extends JobState {
+  id: string;
+  organization_id: string;
+  queue_name: string;
+  payload: unknown;
+  result: unknown;
+  max_retries: number;
+  errors: ErrorEntry[];
+  tags: Record<string, string>;
+  idempotency_key: string | null;
+  timeout_seconds: number;
+  created_at: number;
+  workflow_id: string | null;
+  dependencies_met: boolean;
+  completion_webhook: string | null;
+  completion_webhook_secret: string | null;
+}
+
+export type JournalRecord =
+  | { kind: 'queue'; organization_id: string; name: string; at: number }
+  | { kind: 'insert'; job: JobRow; conflictKey: boolean }
+  | {
+      kind: 'update';
+      id: string;
+      state: JobState;
+      /** Error entries to append to the history. */
+      errors?: ErrorEntry[];
+      result?: unknown;
+      /** Return the whole row after the write (claims hand the payload to the worker). */
+      returning?: boolean;
+    };
+
+/** What a commit hands back to the replies waiting on it. */
+export interface CommitOutput {
+  /** Rows asked for with `returning`, by job id. */
+  rows: Map<string, Record<string, unknown>>;
+  /** Ids whose insert took place (an idempotency conflict skips it). */
+  inserted: Set<string>;
+}
+
+/** What an actor needs from its thread: the time and a journal to write to. */
+export interface Effects {
+  readonly now: number;
+  write(rec: JournalRecord): void;
+  newJobId(): string;
+}
+
+/** A reply computed once the records written before it are committed. */
+export type Reply<T> = (out: CommitOutput) => T;

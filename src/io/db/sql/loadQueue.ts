@@ -1,0 +1,44 @@
+// loadQueue — everything a QueueActor holds, read back from rows: the queue's settings and its live jobs
+// (pending, scheduled, processing). Served by the partial index jobs_live. Payloads stay in the store.
+import type { LiveJob, QueueRow } from '../../../actors/queue/queue-actor.js';
+import type { Store } from '../store.js';
+
+const ms = (d: Date | string | null): number | null => (d === null ? null : new Date(d).getTime());
+
+export async function loadQueue(
+  store: Store,
+  organizationId: string,
+  name: string,
+): Promise<{ queue: QueueRow | null; live: Omit<LiveJob, 'ver'>[] }> {
+  const [queues, jobs] = await Promise.all([
+    store.query<QueueRow>(
+      'SELECT paused, paused_reason, max_retries, lease_duration_secs FROM queues WHERE organization_id = $1 AND name = $2',
+      [organizationId, name],
+    ),
+    store.query(
+      `SELECT id, status, priority, retry_count, max_retries, timeout_seconds, last_error, scheduled_at, started_at,
+              assigned_worker_id, lease_id, lease_expires_at, idempotency_key
+         FROM jobs
+        WHERE organization_id = $1 AND queue_name = $2 AND status IN ('pending', 'scheduled', 'processing')`,
+      [organizationId, name],
+    ),
+  ]);
+  const live = jobs.map((r) => ({
+    id: r.id as string,
+    status: r.status,
+    priority: r.priority as number,
+    retry_count: r.retry_count as number,
+    max_retries: r.max_retries as number,
+    timeout_seconds: r.timeout_seconds as number,
+    last_error: r.last_error as string | null,
+    scheduled_at: ms(r.scheduled_at),
+    started_at: ms(r.started_at),
+    assigned_worker_id: r.assigned_worker_id as string | null,
+    lease_id: r.lease_id as string | null,
+    lease_expires_at: ms(r.lease_expires_at),
+    // The original lease length is not kept; a heartbeat without a duration then renews by the job timeout.
+    lease_ms: (r.timeout_seconds as number) * 1000,
+    idempotency_key: r.idempotency_key as string | null,
+  }));
+  return { queue: queues[0] ?? null, live };
+}

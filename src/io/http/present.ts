@@ -1,0 +1,38 @@
+// The job as the API shows it. Rows come from SELECT (Dates), from RETURNING to_jsonb (strings) or from an
+// actor (epoch ms); every timestamp leaves as ISO 8601 UTC. The completion webhook secret never leaves.
+
+const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at', 'updated_at', 'lease_expires_at'] as const;
+
+const isoOf = (v: unknown): string | null => {
+  if (v === null || v === undefined) return null;
+  const d = v instanceof Date ? v : new Date(v as string | number);
+  return Number.isNaN(d.getTime()) ? null : d.toISOString();
+};
+
+export function presentJob(row: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    id: row.id,
+    organization_id: row.organization_id,
+    queue_name: row.queue_name,
+    status: row.status,
+    payload: row.payload,
+    result: row.result ?? null,
+    priority: row.priority,
+    retry_count: row.retry_count,
+    max_retries: row.max_retries,
+    last_error: row.last_error ?? null,
+    errors: row.errors ?? [],
+    tags: row.tags ?? {},
+    idempotency_key: row.idempotency_key ?? null,
+    timeout_seconds: row.timeout_seconds,
+    assigned_worker_id: row.assigned_worker_id ?? null,
+    lease_id: row.lease_id ?? null,
+    workflow_id: row.workflow_id ?? null,
+    dependencies_met: row.dependencies_met ?? true,
+    completion_webhook: row.completion_webhook ?? null,
+  };
+  for (const f of TIME_FIELDS) out[f] = isoOf(row[f]);
+  return out;
+}
+
+export { isoOf };

@@ -1,0 +1,86 @@
+// Route table and matching. A static segment beats a parameter (`/jobs/claim` before `/jobs/:id`); a path
+// that exists under another method answers 405 with Allow, and an unknown path 404.
+import type { Principal } from './auth.js';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface Request {
+  method: Method;
+  path: string;
+  params: Record<string, string>;
+  query: URLSearchParams;
+  authorization: string;
+  body: unknown;
+  principal: Principal;
+}
+
+export interface Response {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface Route {
+  method: Method;
+  path: string;
+  /** null: public (health probes). Otherwise the permission a credential needs ('*' grants all). */
+  permission: string | null;
+  handler: (req: Request) => Promise<Response> | Response;
+}
+
+interface Compiled {
+  route: Route;
+  segments: string[];
+  specificity: number;
+}
+
+export type Match = { route: Route; params: Record<string, string> } | { allow: Method[] } | null;
+
+export class Router {
+  private readonly routes: Compiled[] = [];
+
+  add(...routes: Route[]): this {
+    for (const route of routes) {
+      const segments = route.path.split('/').filter(Boolean);
+      // Static segments weigh by position so that the leftmost difference decides.
+      const specificity = segments.reduce((s, seg, i) => s + (seg.startsWith(':') ? 0 : 2 ** (16 - i)), 0);
+      this.routes.push({ route, segments, specificity });
+    }
+    this.routes.sort((a, b) => b.specificity - a.specificity);
+    return this;
+  }
+
+  match(method: string, path: string): Match {
+    const parts = path.split('/').filter(Boolean);
+    const allow = new Set<Method>();
+    for (const c of this.routes) {
+      if (c.segments.length !== parts.length) continue;
+      const params: Record<string, string> = {};
+      let hit = true;
+      for (let i = 0; i < parts.length; i++) {
+        const seg = c.segments[i]!;
+        if (seg.startsWith(':')) params[seg.slice(1)] = safeDecode(parts[i]!);
+        else if (seg !== parts[i]) {
+          hit = false;
+          break;
+        }
+      }
+      if (!hit) continue;
+      if (c.route.method === method) return { route: c.route, params };
+      allow.add(c.route.method);
+    }
+    return allow.size > 0 ? { allow: [...allow] } : null;
+  }
+
+  list(): Route[] {
+    return this.routes.map((c) => c.route);
+  }
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}

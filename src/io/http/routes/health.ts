@@ -1,0 +1,34 @@
+// Probes. /health and /health/live answer while the process serves requests; /health/ready also proves the
+// store answers. None of them needs a credential or tells the version.
+import type { Route } from '../router.js';
+import type { Services } from './services.js';
+
+export function healthRoutes(s: Services): Route[] {
+  const ok = () => ({ status: 200, body: { status: 'ok' } });
+  return [
+    { method: 'GET', path: '/health', permission: null, handler: ok },
+    { method: 'GET', path: '/health/live', permission: null, handler: ok },
+    {
+      method: 'GET',
+      path: '/health/ready',
+      permission: null,
+      handler: async () => {
+        try {
+          await s.store.query('SELECT 1');
+          return { status: 200, body: { status: 'ready', checks: { store: 'ok' } } };
+        } catch (err) {
+          return {
+            status: 503,
+            body: {
+              error: 'unavailable',
+              code: 'UNAVAILABLE',
+              message: `store unreachable: ${(err as Error).message}`,
+              status: 503,
+              checks: { store: 'failed' },
+            },
+          };
+        }
+      },
+    },
+  ];
+}

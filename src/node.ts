@@ -1,0 +1,138 @@
+// The composition root: one Sluice node from a Config and a Clock. main.ts runs it; tests start whole nodes
+// on ephemeral ports with a ManualClock and stop them cleanly.
+import path from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import { createLog, type Log } from './log.js';
+import { MIGRATION_LOCK_KEY, migrate } from './io/db/migrate.js';
+import { PgStore } from './io/db/pg.js';
+import { lockDataDir } from './io/db/pglite.js';
+import { RemoteStore } from './io/db/remote.js';
+import type { Store } from './io/db/store.js';
+import { Authenticator } from './io/http/auth.js';
+import { healthRoutes } from './io/http/routes/health.js';
+import { jobRoutes } from './io/http/routes/jobs.js';
+import type { Services } from './io/http/routes/services.js';
+import { Router } from './io/http/router.js';
+import { HttpServer } from './io/http/server.js';
+import { ActorPool, type LinkFactory } from './runtime/actor-pool.js';
+import { bootstrap } from './runtime/bootstrap.js';
+import { JobPlaces } from './runtime/job-places.js';
+import { spawnWorker } from './runtime/spawn.js';
+
+export interface NodeOptions {
+  config: Config;
+  clock?: Clock;
+  log?: Log;
+}
+
+export interface SluiceNode {
+  readonly url: string;
+  readonly port: number;
+  readonly store: Store;
+  readonly pool: ActorPool;
+  /** The key created on first boot, when this boot created it. */
+  readonly bootstrapKey: string | null;
+  stop(): Promise<void>;
+}
+
+interface StoreSetup {
+  store: Store;
+  makeLink: LinkFactory;
+  close(): Promise<void>;
+}
+
+async function openPostgres(url: string, config: Config): Promise<StoreSetup> {
+  const store = new PgStore(url, config.pgPoolSize);
+  await store.withAdvisoryLock(MIGRATION_LOCK_KEY, migrate);
+  return {
+    store,
+    makeLink: () => ({ link: { kind: 'pg', url, poolSize: config.pgPoolSize }, transfer: [] }),
+    close: () => store.close(),
+  };
+}
+
+/** PGlite lives in its own storage thread; every other thread gets a MessagePort to it. */
+async function openEmbedded(config: Config): Promise<StoreSetup> {
+  const unlock = lockDataDir(config.dataDir);
+  const worker = spawnWorker(new URL('./runtime/storage-thread.ts', import.meta.url), {
+    workerData: { dir: path.join(config.dataDir, 'pglite') },
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      worker.once('message', (m: { t: string; message?: string }) =>
+        m.t === 'ready' ? resolve() : reject(new Error(`embedded store failed to open: ${m.message}`)),
+      );
+      worker.once('error', reject);
+    });
+  } catch (err) {
+    await worker.terminate();
+    unlock();
+    throw err;
+  }
+  const connect = () => {
+    const { port1, port2 } = new MessageChannel();
+    worker.postMessage({ t: 'serve', port: port1 }, [port1]);
+    return port2;
+  };
+  const store = new RemoteStore(connect());
+  return {
+    store,
+    makeLink: () => {
+      const port = connect();
+      return { link: { kind: 'remote', port }, transfer: [port] };
+    },
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        worker.once('message', () => resolve());
+        worker.postMessage({ t: 'close' });
+      });
+      await store.close();
+      await worker.terminate();
+      unlock();
+    },
+  };
+}
+
+export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
+  const { config } = opts;
+  const clock = opts.clock ?? systemClock;
+  const log = opts.log ?? createLog(config.logLevel);
+  const setup = config.databaseUrl ? await openPostgres(config.databaseUrl, config) : await openEmbedded(config);
+  const { store } = setup;
+  let pool: ActorPool | null = null;
+  let http: HttpServer | null = null;
+  try {
+    const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
+    pool = new ActorPool(config, clock, setup.makeLink);
+    await pool.start();
+    const services: Services = { config, pool, store, places: new JobPlaces(store) };
+    const router = new Router().add(...healthRoutes(services), ...jobRoutes(services));
+    http = new HttpServer(router, new Authenticator(store), (m, e) => log.error(m, e));
+    const port = await http.listen(config.host, config.port);
+    const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+    log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads)`);
+    const p = pool;
+    const h = http;
+    let stopped: Promise<void> | null = null;
+    return {
+      url: `http://${host}:${port}`,
+      port,
+      store,
+      pool: p,
+      bootstrapKey,
+      stop: () =>
+        (stopped ??= (async () => {
+          h.close();
+          await p.stop();
+          await setup.close();
+        })()),
+    };
+  } catch (err) {
+    http?.close();
+    await pool?.stop().catch(() => {});
+    await setup.close().catch(() => {});
+    throw err;
+  }
+}

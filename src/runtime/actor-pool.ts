@@ -1,0 +1,130 @@
+// The main thread's side of the actor threads: routes each ask to the thread that owns its shard, batches
+// posts per turn, resolves replies, and restarts a thread that dies (its actors rebuild from the store;
+// asks in flight to it fail with 503 rather than hang).
+import type { TransferListItem, Worker } from 'node:worker_threads';
+import type { Clock } from '../clock.js';
+import { ManualClock } from '../clock.js';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import type { StoreLink } from '../io/db/store.js';
+import type { ThreadInit } from './actor-thread.js';
+import type { Op, ThreadIn, ThreadOut } from './protocol.js';
+import { actorKey, shardOf } from './shard.js';
+import { spawnWorker } from './spawn.js';
+
+interface Pending {
+  resolve(v: unknown): void;
+  reject(e: Error): void;
+}
+
+interface Thread {
+  index: number;
+  worker: Worker;
+  pending: Map<number, Pending>;
+  outbox: ThreadIn[];
+  ready: Promise<void>;
+}
+
+/** Makes a StoreLink for a new thread (a fresh pg pool, or a new port to the PGlite storage thread). */
+export type LinkFactory = () => { link: StoreLink; transfer: TransferListItem[] };
+
+export class ActorPool {
+  private threads: Thread[] = [];
+  private nextId = 1;
+  private stopping = false;
+
+  constructor(
+    private readonly config: Config,
+    private readonly clock: Clock,
+    private readonly makeLink: LinkFactory,
+  ) {
+    if (clock instanceof ManualClock) clock.onAdvance(() => this.tick());
+  }
+
+  async start(): Promise<void> {
+    for (let i = 0; i < this.config.actorThreads; i++) this.threads.push(this.spawn(i));
+    await Promise.all(this.threads.map((t) => t.ready));
+  }
+
+  ask<T = unknown>(org: string, queue: string, op: Op, args: unknown): Promise<T> {
+    const t = this.threads[shardOf(actorKey(org, queue), this.threads.length)]!;
+    return this.post(t, (id) => ({ t: 'ask', id, org, queue, op, args })) as Promise<T>;
+  }
+
+  /** Fires due timers on every thread (manual clock) and waits for what they wrote to commit. */
+  async tick(): Promise<void> {
+    await Promise.all(this.threads.map((t) => this.post(t, (id) => ({ t: 'tick', id }))));
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await Promise.all(
+      this.threads.map(async (t) => {
+        await this.post(t, (id) => ({ t: 'stop', id })).catch(() => {});
+        await t.worker.terminate();
+      }),
+    );
+  }
+
+  private post(t: Thread, make: (id: number) => ThreadIn): Promise<unknown> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      t.pending.set(id, { resolve, reject });
+      if (t.outbox.length === 0) {
+        setImmediate(() => {
+          const batch = t.outbox;
+          t.outbox = [];
+          t.worker.postMessage(batch);
+        });
+      }
+      t.outbox.push(make(id));
+    });
+  }
+
+  private spawn(index: number): Thread {
+    const { link, transfer } = this.makeLink();
+    const workerData: ThreadInit = {
+      index,
+      threads: this.config.actorThreads,
+      config: this.config,
+      store: link,
+      clock: this.clock instanceof ManualClock ? this.clock.buffer : null,
+    };
+    const worker = spawnWorker(new URL('./actor-thread.ts', import.meta.url), { workerData, transferList: transfer });
+    let ready!: { resolve(): void; reject(e: Error): void };
+    const t: Thread = {
+      index,
+      worker,
+      pending: new Map(),
+      outbox: [],
+      ready: new Promise<void>((resolve, reject) => (ready = { resolve, reject })),
+    };
+    t.ready.catch(() => {}); // awaited by start(); a later death must not become an unhandled rejection
+    worker.on('message', (batch: ThreadOut[]) => {
+      for (const m of batch) {
+        if (m.id === 0) {
+          if (m.ok) ready.resolve();
+          else ready.reject(AppError.fromWire(m.error));
+          continue;
+        }
+        const p = t.pending.get(m.id);
+        if (!p) continue;
+        t.pending.delete(m.id);
+        if (m.ok) p.resolve(m.value);
+        else p.reject(AppError.fromWire(m.error));
+      }
+    });
+    const died = (why: string) => {
+      const err = new AppError('UNAVAILABLE', `actor thread ${index} stopped: ${why}`);
+      ready.reject(err);
+      for (const p of t.pending.values()) p.reject(err);
+      t.pending.clear();
+      if (this.stopping || this.threads[index] !== t) return;
+      console.error(`[actor-pool] thread ${index} died (${why}); restarting`);
+      this.threads[index] = this.spawn(index);
+    };
+    worker.on('error', (err) => died(err.message));
+    worker.on('exit', (code) => died(`exit ${code}`));
+    return t;
+  }
+}

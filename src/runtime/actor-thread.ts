@@ -1,0 +1,268 @@
+// An actor thread: hosts the QueueActors of its shards, runs their messages one at a time, keeps their
+// timers, and commits their journal. Messages and replies cross the thread boundary in arrays, one post
+// per event-loop turn (batching measured ~3x the throughput of one message per post).
+//
+// An actor is rebuilt from the store on first use (messages wait in order while it loads) and at boot for
+// every queue with live jobs. When a commit fails, the actors it touched are dropped: the next message
+// rebuilds them from what the store really holds.
+import { parentPort, workerData } from 'node:worker_threads';
+import { ManualClock, systemClock, type Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import { AppError } from '../errors.js';
+import { Heap } from '../actors/heap.js';
+import { JobIds } from '../actors/ids.js';
+import { QueueActor, type ClaimReply, type Waiter } from '../actors/queue/queue-actor.js';
+import type { Effects, JournalRecord, Reply } from '../actors/records.js';
+import { PgStore } from '../io/db/pg.js';
+import { RemoteStore } from '../io/db/remote.js';
+import type { Store, StoreLink } from '../io/db/store.js';
+import { commitBatch } from '../io/db/sql/commitBatch.js';
+import { liveQueues } from '../io/db/sql/liveQueues.js';
+import { loadQueue } from '../io/db/sql/loadQueue.js';
+import { Journal } from './journal.js';
+import type { Ask, ThreadIn, ThreadOut } from './protocol.js';
+import { actorKey, shardOf } from './shard.js';
+
+export interface ThreadInit {
+  index: number;
+  threads: number;
+  config: Config;
+  store: StoreLink;
+  clock: SharedArrayBuffer | null;
+}
+
+const init = workerData as ThreadInit;
+const port = parentPort!;
+const clock: Clock = init.clock ? new ManualClock(init.clock) : systemClock;
+const store: Store =
+  init.store.kind === 'pg' ? new PgStore(init.store.url, init.config.pgPoolSize) : new RemoteStore(init.store.port);
+const settings = {
+  retryUnitMs: init.config.retryUnitMs,
+  defaultMaxRetries: init.config.defaultMaxRetries,
+  defaultTimeoutSeconds: init.config.defaultTimeoutSeconds,
+};
+
+// --- replies, batched per turn ---
+let outbox: ThreadOut[] = [];
+function send(msg: ThreadOut): void {
+  if (outbox.length === 0) setImmediate(flushOutbox);
+  outbox.push(msg);
+}
+function flushOutbox(): void {
+  const batch = outbox;
+  outbox = [];
+  port.postMessage(batch);
+}
+const ok = (id: number, value: unknown) => send({ id, ok: true, value });
+const fail = (id: number, err: unknown) => {
+  const e = err instanceof AppError ? err : new AppError('INTERNAL', (err as Error)?.message ?? String(err));
+  if (!(err instanceof AppError)) console.error('[actor-thread]', err);
+  send({ id, ok: false, error: e.toWire() });
+};
+
+// --- actors ---
+type Slot = { actor: QueueActor } | { loading: Ask[] };
+const actors = new Map<string, Slot>();
+let currentKey = '';
+const ids = new JobIds();
+const fx: Effects = {
+  get now() {
+    return clock.now();
+  },
+  write: (rec: JournalRecord) => journal.write(currentKey, rec),
+  newJobId: () => ids.next(clock.now()),
+};
+
+const journal = new Journal(
+  (records) => commitBatch(store, records),
+  (lost, cause) => {
+    console.error(`[actor-thread ${init.index}] commit failed, rebuilding ${lost.size} actor(s):`, (cause as Error)?.message);
+    for (const key of lost) {
+      const slot = actors.get(key);
+      actors.delete(key);
+      if (slot && 'actor' in slot) {
+        for (const w of slot.actor.drainWaiters()) w.respond(() => ({ jobs: [] }));
+      }
+    }
+  },
+);
+
+/** Sends the reply once everything written so far is committed. */
+function replyAfterCommit<T>(id: number, reply: Reply<T>): void {
+  journal.after({
+    ok: (out) => {
+      try {
+        ok(id, reply(out));
+      } catch (err) {
+        fail(id, err);
+      }
+    },
+    fail: (err) => fail(id, err),
+  });
+}
+
+function load(key: string, organizationId: string, queueName: string, first: Ask | null): void {
+  const pending: Ask[] = first ? [first] : [];
+  actors.set(key, { loading: pending });
+  loadQueue(store, organizationId, queueName).then(
+    ({ queue, live }) => {
+      const actor = new QueueActor(organizationId, queueName, settings, queue, live);
+      actors.set(key, { actor });
+      // Leases that ran out while nobody owned the queue are given up now.
+      run(key, actor, () => actor.tick(fx));
+      for (const m of pending) dispatch(m, actor);
+    },
+    (err) => {
+      actors.delete(key);
+      for (const m of pending) fail(m.id, new AppError('UNAVAILABLE', `could not load queue: ${(err as Error).message}`));
+    },
+  );
+}
+
+function onAsk(m: Ask): void {
+  const key = actorKey(m.org, m.queue);
+  const slot = actors.get(key);
+  if (!slot) return load(key, m.org, m.queue, m);
+  if ('loading' in slot) {
+    slot.loading.push(m);
+    return;
+  }
+  dispatch(m, slot.actor);
+}
+
+function dispatch(m: Ask, actor: QueueActor): void {
+  const key = actorKey(m.org, m.queue);
+  try {
+    run(key, actor, () => handle(m, actor));
+  } catch (err) {
+    // Errors also wait for the commit: they may describe state an in-flight batch has not made durable yet.
+    replyAfterCommit(m.id, () => {
+      throw err;
+    });
+  }
+}
+
+/** Runs fn as the given actor: its records are tagged with its key and its timers re-armed after. */
+function run(key: string, actor: QueueActor, fn: () => void): void {
+  currentKey = key;
+  try {
+    fn();
+  } finally {
+    arm(key, actor);
+  }
+}
+
+function handle(m: Ask, actor: QueueActor): void {
+  const a = m.args as any;
+  switch (m.op) {
+    case 'enqueue':
+      return replyAfterCommit(m.id, actor.enqueue(a, fx));
+    case 'claim': {
+      const reply = actor.claim(a, fx);
+      if (reply) return replyAfterCommit(m.id, reply);
+      if (!a.wait_ms || actor.paused) return replyAfterCommit(m.id, (): ClaimReply => ({ jobs: [] }));
+      const key = actorKey(m.org, m.queue);
+      let timer: NodeJS.Timeout | undefined;
+      const w: Waiter = {
+        input: a,
+        respond: (r) => {
+          clearTimeout(timer);
+          replyAfterCommit(m.id, r);
+        },
+      };
+      actor.addWaiter(w);
+      timer = setTimeout(() => {
+        const slot = actors.get(key);
+        if (slot && 'actor' in slot && slot.actor.removeWaiter(w)) replyAfterCommit(m.id, (): ClaimReply => ({ jobs: [] }));
+      }, a.wait_ms);
+      return;
+    }
+    case 'complete':
+      return replyAfterCommit(m.id, actor.complete(a, fx));
+    case 'fail':
+      return replyAfterCommit(m.id, actor.fail(a, fx));
+    case 'heartbeat':
+      return replyAfterCommit(m.id, actor.heartbeat(a, fx));
+    case 'cancel':
+      return replyAfterCommit(m.id, actor.cancel(a.id, fx) ?? (() => null));
+    default:
+      throw new AppError('INTERNAL', `unknown operation ${m.op}`);
+  }
+}
+
+// --- timers: one heap of wake-ups for all actors of the thread ---
+interface Wake {
+  at: number;
+  key: string;
+  actor: QueueActor;
+}
+const wakes = new Heap<Wake>((a, b) => a.at < b.at);
+const armed = new WeakMap<QueueActor, number>();
+let timer: NodeJS.Timeout | null = null;
+let timerAt = Infinity;
+
+function arm(key: string, actor: QueueActor): void {
+  const at = actor.nextWake();
+  if (at === null || armed.get(actor) === at) return;
+  armed.set(actor, at);
+  wakes.push({ at, key, actor });
+  if (!clock.manual && at < timerAt) {
+    if (timer) clearTimeout(timer);
+    timerAt = at;
+    timer = setTimeout(fireDue, Math.min(Math.max(0, at - clock.now()), 2 ** 31 - 1));
+  }
+}
+
+function fireDue(): void {
+  timer = null;
+  timerAt = Infinity;
+  const now = clock.now();
+  const due: Wake[] = [];
+  while (wakes.size > 0 && wakes.peek()!.at <= now) due.push(wakes.pop()!);
+  for (const w of due) {
+    const slot = actors.get(w.key);
+    if (!slot || !('actor' in slot) || slot.actor !== w.actor) continue;
+    if (armed.get(w.actor) === w.at) armed.delete(w.actor);
+    run(w.key, w.actor, () => w.actor.tick(fx));
+  }
+  const next = wakes.peek();
+  if (next && !clock.manual) {
+    timerAt = next.at;
+    timer = setTimeout(fireDue, Math.min(Math.max(0, next.at - clock.now()), 2 ** 31 - 1));
+  }
+}
+
+// --- boot and control ---
+async function boot(): Promise<void> {
+  const queues = await liveQueues(store);
+  for (const q of queues) {
+    const key = actorKey(q.organization_id, q.queue_name);
+    if (shardOf(key, init.threads) === init.index && !actors.has(key)) load(key, q.organization_id, q.queue_name, null);
+  }
+}
+
+port.on('message', (batch: ThreadIn[]) => {
+  for (const m of batch) {
+    switch (m.t) {
+      case 'ask':
+        onAsk(m);
+        break;
+      case 'tick':
+        fireDue();
+        journal.idle().then(() => ok(m.id, null));
+        break;
+      case 'stop':
+        if (timer) clearTimeout(timer);
+        journal
+          .idle()
+          .then(() => store.close())
+          .then(() => ok(m.id, null), (err) => fail(m.id, err));
+        break;
+    }
+  }
+});
+
+boot().then(
+  () => port.postMessage([{ id: 0, ok: true, value: 'ready' }]),
+  (err) => port.postMessage([{ id: 0, ok: false, error: new AppError('UNAVAILABLE', `boot failed: ${err.message}`).toWire() }]),
+);
