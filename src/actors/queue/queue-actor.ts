@@ -216,6 +216,8 @@ export class QueueActor {
   /** Returns null when nothing is claimable and the caller may wait (see addWaiter). */
   claim(input: ClaimInput, fx: Effects): Reply<ClaimReply> | null {
     if (this.paused) return () => ({ jobs: [] });
+    // A claim at the very instant a job falls due must see it, whether or not the thread's timer fired yet.
+    this.tick(fx);
     const ids = this.take(input, fx);
     if (ids.length === 0) return null;
     return (out) => ({ jobs: ids.map((id) => out.rows.get(id)!).filter(Boolean) });

@@ -1,0 +1,50 @@
+// Long-polling claims: answered the moment a job arrives (within 50 ms of the enqueue that feeds it), and
+// with an empty list when wait_ms runs out.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { sleep, startTestNode, type TestNode } from './helpers.js';
+
+let n: TestNode;
+before(async () => {
+  n = await startTestNode();
+});
+after(() => n.stop());
+
+test('a waiting claim returns within 50 ms of the enqueue that feeds it', async () => {
+  for (let round = 0; round < 5; round++) {
+    const queue = `lp-${round}`;
+    const claim = n.api.post('/api/v1/jobs/claim', { queue_name: queue, worker_id: 'w1', wait_ms: 10_000 });
+    let claimedAt = 0;
+    void claim.then(() => (claimedAt = performance.now()));
+    await sleep(100); // the claim is parked by now
+    const sent = performance.now();
+    const job = await n.api.enqueue({ queue_name: queue, payload: { round } });
+    const r = await claim;
+    assert.equal(r.status, 200);
+    assert.equal(r.body.jobs.length, 1);
+    assert.equal(r.body.jobs[0].id, job.id);
+    assert.deepEqual(r.body.jobs[0].payload, { round });
+    const latency = claimedAt - sent;
+    assert.ok(latency <= 50, `round ${round}: claim answered ${latency.toFixed(1)} ms after the enqueue was sent`);
+  }
+});
+
+test('a waiting claim with nothing to take returns [] after wait_ms', async () => {
+  const t0 = performance.now();
+  const r = await n.api.post('/api/v1/jobs/claim', { queue_name: 'lp-empty', worker_id: 'w1', wait_ms: 300 });
+  const waited = performance.now() - t0;
+  assert.equal(r.status, 200);
+  assert.deepEqual(r.body.jobs, []);
+  assert.ok(waited >= 290, `waited ${waited.toFixed(0)} ms`);
+});
+
+test('several waiters are served in arrival order, one job each', async () => {
+  const claims = [0, 1, 2].map((i) =>
+    n.api.post('/api/v1/jobs/claim', { queue_name: 'lp-many', worker_id: `w${i}`, wait_ms: 5_000 }),
+  );
+  await sleep(100);
+  const jobs = [];
+  for (let i = 0; i < 3; i++) jobs.push(await n.api.enqueue({ queue_name: 'lp-many', payload: { i } }));
+  const got = (await Promise.all(claims)).map((r) => r.body.jobs.map((j: { id: string }) => j.id));
+  assert.deepEqual(got, jobs.map((j) => [j.id]));
+});
