@@ -1,5 +1,6 @@
 # Sluice. `make run` installs what is missing and starts one node on the embedded store (./data);
-# `make test` runs the whole suite on PostgreSQL and on PGlite; `make bench` runs the load scenarios.
+# `make test` runs the whole suite on PostgreSQL and on PGlite (one file at a time: the long-poll latency test
+# must not share the 2 cores with a load test); `make bench` runs the load scenarios.
 NODE := node --import tsx
 TESTS := $(wildcard test/*.test.ts)
 
@@ -20,10 +21,10 @@ typecheck: install
 test: typecheck test-pg test-pglite
 
 test-pg: install
-	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=2 $(TESTS)
+	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(TESTS)
 
 test-pglite: install
-	SLUICE_TEST_STORE=pglite $(NODE) --test --test-concurrency=2 $(TESTS)
+	SLUICE_TEST_STORE=pglite $(NODE) --test --test-concurrency=1 $(TESTS)
 
 bench: install
 	$(NODE) bench/run.ts
