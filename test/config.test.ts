@@ -1,0 +1,35 @@
+// Configuration is checked once: every invalid setting is reported together, defaults are applied, and the
+// result is frozen.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+test('defaults', () => {
+  const c = loadConfig({});
+  assert.equal(c.host, '0.0.0.0');
+  assert.equal(c.port, 8080);
+  assert.equal(c.databaseUrl, null);
+  assert.equal(c.retryUnitMs, 60_000);
+  assert.equal(c.defaultMaxRetries, 3);
+  assert.equal(c.defaultTimeoutSeconds, 300);
+  assert.equal(c.production, false);
+  assert.ok(c.actorThreads >= 1);
+  assert.ok(Object.isFrozen(c));
+});
+
+test('every invalid setting is reported at once', () => {
+  try {
+    loadConfig({ PORT: 'http', RETRY_UNIT_MS: '0', ACTOR_THREADS: '1.5', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud' });
+    assert.fail('should throw');
+  } catch (err) {
+    assert.ok(err instanceof ConfigError);
+    assert.equal(err.problems.length, 5);
+    for (const name of ['PORT', 'RETRY_UNIT_MS', 'ACTOR_THREADS', 'DATABASE_URL', 'LOG_LEVEL']) {
+      assert.ok(err.message.includes(name), `${name} is named`);
+    }
+  }
+});
+
+test('NODE_ENV=production', () => {
+  assert.equal(loadConfig({ NODE_ENV: 'production' }).production, true);
+});
