@@ -13,8 +13,8 @@ export class PgStore implements Store {
     this.pool.on('error', () => {});
   }
 
-  async query<T extends Row = Row>(sql: string, params?: readonly unknown[]): Promise<T[]> {
-    const res = await this.pool.query(sql, params as unknown[] | undefined);
+  async query<T extends Row = Row>(sql: string, params?: readonly unknown[], name?: string): Promise<T[]> {
+    const res = await this.pool.query({ text: sql, values: params as unknown[] | undefined, name });
     return res.rows as T[];
   }
 

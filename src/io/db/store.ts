@@ -6,7 +6,8 @@ import type { MessagePort } from 'node:worker_threads';
 export type Row = Record<string, any>;
 
 export interface Store {
-  query<T extends Row = Row>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  /** `name`: a statement run often with the same text, prepared once per connection where the driver can. */
+  query<T extends Row = Row>(sql: string, params?: readonly unknown[], name?: string): Promise<T[]>;
   /** Several statements without parameters, in one implicit transaction (migrations). */
   exec(sql: string): Promise<void>;
   close(): Promise<void>;

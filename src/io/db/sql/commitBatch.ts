@@ -118,7 +118,9 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
 
   if (selects.length === 0) selects.push(`SELECT NULL::text AS k, NULL::uuid AS id, NULL::jsonb AS row WHERE false`);
   const sql = `WITH ${ctes.join(',\n')}\n${selects.join('\nUNION ALL\n')}`;
-  const result = await store.query<{ k: string; id: string; row: Record<string, unknown> | null }>(sql, params);
+  // Seven shapes of statement at most (which CTEs are present): each is prepared once per connection.
+  const shape = `commit_${queues.size > 0 ? 'q' : ''}${inserts.size > 0 ? 'i' : ''}${updates.size > 0 ? 'u' : ''}`;
+  const result = await store.query<{ k: string; id: string; row: Record<string, unknown> | null }>(sql, params, shape);
 
   const out: CommitOutput = { rows: new Map(), inserted: new Set() };
   for (const r of result) {
