@@ -55,8 +55,9 @@ function flushOutbox(): void {
 }
 const ok = (id: number, value: unknown) => send({ id, ok: true, value });
 const fail = (id: number, err: unknown) => {
-  const e = err instanceof AppError ? err : new AppError('INTERNAL', (err as Error)?.message ?? String(err));
-  if (!(err instanceof AppError)) console.error('[actor-thread]', err);
+  // Unexpected errors are logged here and leave as the catalog's generic 500: no SQL or stack text for clients.
+  const e = err instanceof AppError ? err : new AppError('INTERNAL');
+  if (!(err instanceof AppError)) console.error(`[actor-thread ${init.index}]`, err);
   send({ id, ok: false, error: e.toWire() });
 };
 

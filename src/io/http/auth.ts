@@ -21,10 +21,7 @@ export class Authenticator {
 
   constructor(private readonly store: Store) {}
 
-  async authenticate(authorization: string, query: URLSearchParams): Promise<Principal> {
-    if (query.has('api_key') || query.has('token')) {
-      throw new AppError('UNAUTHORIZED', 'Credentials in the query string are not accepted; use the Authorization header');
-    }
+  async authenticate(authorization: string): Promise<Principal> {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!m) throw new AppError('UNAUTHORIZED', 'Missing Authorization: Bearer <api key>');
     const digest = digestKey(m[1]!);
@@ -37,6 +34,13 @@ export class Authenticator {
     if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
     this.cache.set(digest, { principal, until: now + CACHE_MS });
     return principal;
+  }
+}
+
+/** Any REST route, public ones included: a key in a URL lands in access logs whether or not the route needs it. */
+export function rejectQueryCredential(query: URLSearchParams): void {
+  if (query.has('api_key') || query.has('token')) {
+    throw new AppError('UNAUTHORIZED', 'Credentials in the query string are not accepted; use the Authorization header');
   }
 }
 

@@ -53,7 +53,10 @@ export class Router {
   match(method: string, path: string): Match {
     const parts = path.split('/').filter(Boolean);
     const allow = new Set<Method>();
+    // The most specific path that matches decides: GET /jobs/claim is a 405 of /jobs/claim, not /jobs/:id.
+    let decided = -1;
     for (const c of this.routes) {
+      if (decided >= 0 && c.specificity < decided) break;
       if (c.segments.length !== parts.length) continue;
       const params: Record<string, string> = {};
       let hit = true;
@@ -68,6 +71,7 @@ export class Router {
       if (!hit) continue;
       if (c.route.method === method) return { route: c.route, params };
       allow.add(c.route.method);
+      decided = c.specificity;
     }
     return allow.size > 0 ? { allow: [...allow] } : null;
   }

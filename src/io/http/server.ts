@@ -3,7 +3,7 @@
 // route → credential → permission → JSON body → handler, and writes the answer corked.
 import { STATUS_CODES } from 'node:http';
 import { AppError } from '../../errors.js';
-import { authorize, type Authenticator, type Principal } from './auth.js';
+import { authorize, rejectQueryCredential, type Authenticator, type Principal } from './auth.js';
 import type { Method, Request, Response, Router } from './router.js';
 import { loadUws, type HttpResponse, type TemplatedApp, type us_listen_socket } from './uws.js';
 
@@ -83,9 +83,10 @@ export class HttpServer {
     }
     const { route, params } = match;
     const q = new URLSearchParams(query);
+    rejectQueryCredential(q);
     let principal = NO_PRINCIPAL;
     if (route.permission !== null) {
-      principal = await this.auth.authenticate(authorization, q);
+      principal = await this.auth.authenticate(authorization);
       authorize(principal, route.permission);
     }
     const req: Request = { method, path, params, query: q, authorization, body: parseJson(raw), principal };

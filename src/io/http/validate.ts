@@ -10,7 +10,10 @@ export interface Validator<T> {
 
 export function validator<S extends TSchema>(schema: S): Validator<Static<S>> {
   const compiled = Compile(schema);
-  const check = (value: unknown): Static<S> => {
+  const check = (input: unknown): Static<S> => {
+    // An empty body is accepted as `{}`: routes whose fields are all optional then pass, and the others report
+    // each missing field rather than "(body) must be object".
+    const value = input === undefined ? {} : input;
     if (compiled.Check(value)) return value as Static<S>;
     const details: FieldProblem[] = [];
     for (const e of compiled.Errors(value)) {

@@ -70,10 +70,16 @@ function jobId(req: Request): string {
 function parseTime(field: string, value: string | null | undefined): number | null {
   if (value === undefined || value === null) return null;
   const t = Date.parse(value);
-  if (!ISO_8601.test(value) || Number.isNaN(t)) {
+  if (!ISO_8601.test(value) || Number.isNaN(t) || !calendarDay(value)) {
     throw validationError([{ field, message: 'must be an ISO 8601 timestamp with a time zone' }]);
   }
   return t;
+}
+
+/** Date.parse rolls impossible days over (2030-02-30 → March 2); the day must exist in its month. */
+function calendarDay(value: string): boolean {
+  const [y, m, d] = value.slice(0, 10).split('-').map(Number) as [number, number, number];
+  return m >= 1 && m <= 12 && d >= 1 && d <= new Date(Date.UTC(y, m, 0)).getUTCDate();
 }
 
 function parseWebhook(url: string | null | undefined): string | null {
