@@ -43,8 +43,20 @@ export interface JobRow extends JobState {
   completion_webhook_secret: string | null;
 }
 
+/** A queue row as its actor holds it. Times are epoch milliseconds. */
+export interface QueueState {
+  paused: boolean;
+  paused_reason: string | null;
+  /** Overrides for jobs enqueued without their own value. */
+  max_retries: number | null;
+  lease_duration_secs: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
 export type JournalRecord =
-  | { kind: 'queue'; organization_id: string; name: string; at: number }
+  /** The queue's whole row (upserted), or null: the queue is deleted. */
+  | { kind: 'queue'; organization_id: string; name: string; state: QueueState | null }
   | { kind: 'insert'; job: JobRow; conflictKey: boolean }
   | {
       kind: 'update';
@@ -55,6 +67,8 @@ export type JournalRecord =
       result?: unknown;
       /** Return the whole row after the write (claims hand the payload to the worker). */
       returning?: boolean;
+      /** Write only if the row is in one of these states (reviving a terminal job the actor does not hold). */
+      onlyFrom?: JobStatus[];
     };
 
 /** What a commit hands back to the replies waiting on it. */

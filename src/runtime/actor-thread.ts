@@ -186,6 +186,20 @@ function handle(m: Ask, actor: QueueActor): void {
       return replyAfterCommit(m.id, actor.heartbeat(a, fx));
     case 'cancel':
       return replyAfterCommit(m.id, actor.cancel(a.id, fx) ?? (() => null));
+    case 'priority':
+      return replyAfterCommit(m.id, actor.setPriority(a.id, a.priority, fx) ?? (() => null));
+    case 'revive':
+      return replyAfterCommit(m.id, actor.revive(a.jobs, a.from, fx));
+    case 'createQueue':
+      return replyAfterCommit(m.id, actor.createQueue(a, fx));
+    case 'pause':
+      return replyAfterCommit(m.id, actor.pause(a.reason, fx));
+    case 'resume':
+      return replyAfterCommit(m.id, actor.resume(fx));
+    case 'configure':
+      return replyAfterCommit(m.id, actor.configure(a, fx));
+    case 'deleteQueue':
+      return replyAfterCommit(m.id, actor.deleteQueue(fx));
     default:
       throw new AppError('INTERNAL', `unknown operation ${m.op}`);
   }

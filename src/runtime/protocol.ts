@@ -1,7 +1,20 @@
 // Messages between the main thread and actor threads. Both directions travel in arrays (one post per turn).
 import type { WireError } from '../errors.js';
 
-export type Op = 'enqueue' | 'claim' | 'complete' | 'fail' | 'heartbeat' | 'cancel';
+export type Op =
+  | 'enqueue'
+  | 'claim'
+  | 'complete'
+  | 'fail'
+  | 'heartbeat'
+  | 'cancel'
+  | 'priority'
+  | 'revive'
+  | 'createQueue'
+  | 'pause'
+  | 'resume'
+  | 'configure'
+  | 'deleteQueue';
 
 export interface Ask {
   t: 'ask';

@@ -16,26 +16,24 @@
 //   heartbeat  processing + matching live lease → new expiry; an expired lease is never revived
 //   cancel     pending | scheduled | processing → cancelled (a worker holding it then gets LEASE_EXPIRED)
 //   tick       due scheduled → pending; due leases → pending with retry_count + 1, or deadletter
+//   priority   pending | scheduled → same state, new priority (the ready order changes at once)
+//   revive     a terminal job (deadletter | cancelled, read from the store by the caller) → provisional
+//              until the commit finds the row still terminal → pending with retry_count 0
+//   queue      create (409 if it exists), pause (parked claims answered []), resume, configure, delete
+//              (409 while live jobs remain)
 //
 // Heap entries are never removed in place: each job carries a version, bumped on every transition, and an
 // entry whose version is old is skipped when it surfaces.
 import { AppError } from '../../errors.js';
 import { Heap } from '../heap.js';
 import { leaseId as newLeaseId } from '../ids.js';
-import type { Effects, ErrorEntry, JobRow, JobState, JobStatus, Reply } from '../records.js';
+import type { Effects, ErrorEntry, JobRow, JobState, JobStatus, QueueState, Reply } from '../records.js';
 
 export interface QueueSettings {
   /** Backoff unit: min(2^retry_count, 60) units before the next attempt. */
   retryUnitMs: number;
   defaultMaxRetries: number;
   defaultTimeoutSeconds: number;
-}
-
-export interface QueueRow {
-  paused: boolean;
-  paused_reason: string | null;
-  max_retries: number | null;
-  lease_duration_secs: number | null;
 }
 
 type LiveStatus = 'provisional' | 'pending' | 'scheduled' | 'processing';
@@ -101,6 +99,32 @@ export interface Waiter {
 
 export type ClaimReply = { jobs: Record<string, unknown>[] };
 
+export interface QueueConfig {
+  max_retries: number | null;
+  lease_duration_secs: number | null;
+}
+
+export interface QueueView {
+  name: string;
+  paused: boolean;
+  paused_reason: string | null;
+  config: QueueConfig;
+  created_at: number;
+  updated_at: number;
+}
+
+/** What the caller read of a terminal job to revive it. */
+export interface ReviveInput {
+  id: string;
+  priority: number;
+  max_retries: number;
+  timeout_seconds: number;
+  last_error: string | null;
+  idempotency_key: string | null;
+}
+
+export type ReviveOutcome = { id: string; revived: true; job: Record<string, unknown> } | { id: string; revived: false; reason: string };
+
 export const backoffMs = (retryCount: number, unitMs: number): number => Math.min(2 ** retryCount, 60) * unitMs;
 
 const readyOrder = (a: Entry, b: Entry): boolean =>
@@ -114,13 +138,13 @@ export class QueueActor {
   private readonly scheduled = new Heap<Entry>(earliest);
   private readonly leases = new Heap<Entry>(earliest);
   private waiters: Waiter[] = [];
-  private queue: QueueRow | null;
+  private queue: QueueState | null;
 
   constructor(
     readonly organizationId: string,
     readonly name: string,
     private readonly settings: QueueSettings,
-    queue: QueueRow | null,
+    queue: QueueState | null,
     live: Iterable<Omit<LiveJob, 'ver'>> = [],
   ) {
     this.queue = queue;
@@ -273,7 +297,7 @@ export class QueueActor {
     } else {
       status = 'deadletter';
       this.forget(job);
-      fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status }, errors: [entry] });
+      fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status, completed_at: now }, errors: [entry] });
     }
     const reply = {
       id: job.id,
@@ -311,6 +335,112 @@ export class QueueActor {
     return () => ({ id, status: 'cancelled' });
   }
 
+  /** Null when the job is not live here (the caller tells terminal from unknown with the store). */
+  setPriority(id: string, priority: number, fx: Effects): Reply<{ id: string; status: JobStatus; priority: number }> | null {
+    const job = this.jobs.get(id);
+    if (!job || job.status === 'provisional') return null;
+    if (job.status === 'processing') {
+      throw new AppError('CONFLICT', 'The job is processing; only pending or scheduled jobs can change priority', {
+        job_status: 'processing',
+      });
+    }
+    job.priority = priority;
+    this.place(job);
+    fx.write({ kind: 'update', id, state: this.state(job, fx.now) });
+    const status = job.status;
+    return () => ({ id, status, priority });
+  }
+
+  /**
+   * Brings terminal jobs back as pending with a fresh retry budget. The actor never held them, so the write is
+   * conditional on the row still being in one of `from` (a purge may have won), and the job stays unclaimable
+   * until the commit says it matched.
+   */
+  revive(inputs: ReviveInput[], from: JobStatus[], fx: Effects): Reply<ReviveOutcome[]> {
+    const now = fx.now;
+    const revived: LiveJob[] = [];
+    const outcomes: Array<ReviveOutcome | LiveJob> = inputs.map((input) => {
+      if (this.jobs.has(input.id)) return { id: input.id, revived: false, reason: 'the job is already live' };
+      const job: LiveJob = {
+        id: input.id,
+        status: 'provisional',
+        priority: input.priority,
+        retry_count: 0,
+        max_retries: input.max_retries,
+        timeout_seconds: input.timeout_seconds,
+        last_error: input.last_error,
+        scheduled_at: null,
+        started_at: null,
+        assigned_worker_id: null,
+        lease_id: null,
+        lease_expires_at: null,
+        lease_ms: input.timeout_seconds * 1000,
+        idempotency_key: input.idempotency_key,
+        ver: 0,
+      };
+      this.jobs.set(job.id, job);
+      fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status: 'pending' }, returning: true, onlyFrom: from });
+      revived.push(job);
+      return job;
+    });
+    if (revived.length > 0) this.ensureQueue(fx);
+    return (out) => {
+      const result = outcomes.map((o): ReviveOutcome => {
+        if (!('ver' in o)) return o;
+        const row = out.rows.get(o.id);
+        if (this.jobs.get(o.id) !== o) return { id: o.id, revived: false, reason: 'the job changed meanwhile' };
+        if (!row) {
+          this.forget(o);
+          return { id: o.id, revived: false, reason: `the job is no longer ${from.join(' or ')}` };
+        }
+        o.status = 'pending';
+        this.place(o);
+        return { id: o.id, revived: true, job: row };
+      });
+      this.feedWaiters(fx);
+      return result;
+    };
+  }
+
+  // --- the queue itself ---
+
+  createQueue(config: QueueConfig, fx: Effects): Reply<QueueView> {
+    if (this.queue) throw new AppError('CONFLICT', `Queue '${this.name}' already exists`);
+    this.ensureQueue(fx, config);
+    return this.viewReply();
+  }
+
+  pause(reason: string | null, fx: Effects): Reply<QueueView> {
+    const q = this.existing();
+    this.writeQueue(fx, { ...q, paused: true, paused_reason: reason });
+    // Parked claims would wait in vain: they are answered now, empty.
+    for (const w of this.drainWaiters()) w.respond(() => ({ jobs: [] }));
+    return this.viewReply();
+  }
+
+  resume(fx: Effects): Reply<QueueView> {
+    const q = this.existing();
+    this.writeQueue(fx, { ...q, paused: false, paused_reason: null });
+    return this.viewReply();
+  }
+
+  configure(config: Partial<QueueConfig>, fx: Effects): Reply<QueueView> {
+    const q = this.existing();
+    this.writeQueue(fx, { ...q, ...config });
+    return this.viewReply();
+  }
+
+  deleteQueue(fx: Effects): Reply<{ name: string; deleted: true }> {
+    this.existing();
+    if (this.jobs.size > 0) {
+      throw new AppError('CONFLICT', `Queue '${this.name}' still has ${this.jobs.size} active job(s)`, { active_jobs: this.jobs.size });
+    }
+    this.queue = null;
+    fx.write({ kind: 'queue', organization_id: this.organizationId, name: this.name, state: null });
+    for (const w of this.drainWaiters()) w.respond(() => ({ jobs: [] }));
+    return () => ({ name: this.name, deleted: true });
+  }
+
   /** Fires everything due at fx.now: scheduled jobs become pending, expired leases are given up. */
   tick(fx: Effects): void {
     const now = fx.now;
@@ -341,7 +471,7 @@ export class QueueActor {
         promoted = true;
       } else {
         this.forget(job);
-        fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status: 'deadletter' }, errors: [entry] });
+        fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status: 'deadletter', completed_at: now }, errors: [entry] });
       }
     }
     if (promoted) this.feedWaiters(fx);
@@ -358,10 +488,33 @@ export class QueueActor {
 
   // --- internals ---
 
-  private ensureQueue(fx: Effects): void {
+  /** A job sent to an unknown queue creates it. */
+  private ensureQueue(fx: Effects, config: QueueConfig = { max_retries: null, lease_duration_secs: null }): void {
     if (this.queue) return;
-    this.queue = { paused: false, paused_reason: null, max_retries: null, lease_duration_secs: null };
-    fx.write({ kind: 'queue', organization_id: this.organizationId, name: this.name, at: fx.now });
+    this.writeQueue(fx, { paused: false, paused_reason: null, ...config, created_at: fx.now, updated_at: fx.now });
+  }
+
+  private writeQueue(fx: Effects, state: QueueState): void {
+    this.queue = { ...state, updated_at: fx.now };
+    fx.write({ kind: 'queue', organization_id: this.organizationId, name: this.name, state: this.queue });
+  }
+
+  private existing(): QueueState {
+    if (!this.queue) throw new AppError('NOT_FOUND', `Queue '${this.name}' not found`);
+    return this.queue;
+  }
+
+  private viewReply(): Reply<QueueView> {
+    const q = this.queue!;
+    const view: QueueView = {
+      name: this.name,
+      paused: q.paused,
+      paused_reason: q.paused_reason,
+      config: { max_retries: q.max_retries, lease_duration_secs: q.lease_duration_secs },
+      created_at: q.created_at,
+      updated_at: q.updated_at,
+    };
+    return () => view;
   }
 
   private take(input: ClaimInput, fx: Effects): string[] {

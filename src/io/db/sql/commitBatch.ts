@@ -6,7 +6,7 @@
 // go out as three multi-row CTEs over unnest() arrays: one round trip and one implicit transaction, however
 // large the group. On this machine a one-row INSERT per transaction peaks near 6,800/s while 100-row
 // statements reach ~65,000 rows/s; this is where group commit gets its numbers.
-import type { CommitOutput, ErrorEntry, JobRow, JobState, JournalRecord } from '../../../actors/records.js';
+import type { CommitOutput, ErrorEntry, JobRow, JobState, JournalRecord, QueueState } from '../../../actors/records.js';
 import type { Store } from '../store.js';
 
 interface Update {
@@ -15,13 +15,14 @@ interface Update {
   result: unknown;
   hasResult: boolean;
   returning: boolean;
+  onlyFrom: string | null;
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
 
 export async function commitBatch(store: Store, records: readonly JournalRecord[]): Promise<CommitOutput> {
-  const queues = new Map<string, { organization_id: string; name: string; at: number }>();
+  const queues = new Map<string, { organization_id: string; name: string; state: QueueState | null }>();
   const inserts = new Map<string, { row: JobRow; conflictKey: boolean }>();
   const updates = new Map<string, Update>();
 
@@ -45,6 +46,8 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         result: rec.result !== undefined ? rec.result : prev?.result,
         hasResult: rec.result !== undefined || (prev?.hasResult ?? false),
         returning: (rec.returning ?? false) || (prev?.returning ?? false),
+        // The first write of the group is the one that must find the row in the expected state.
+        onlyFrom: prev ? prev.onlyFrom : (rec.onlyFrom?.join(',') ?? null),
       });
     }
   }
@@ -57,13 +60,25 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   const ctes: string[] = [];
   const selects: string[] = [];
 
-  if (queues.size > 0) {
-    const qs = [...queues.values()];
+  // A queue row has one writer, its actor, so its state is written whole: upserted, or deleted.
+  const kept = [...queues.values()].filter((q) => q.state !== null);
+  const dropped = [...queues.values()].filter((q) => q.state === null);
+  if (kept.length > 0) {
+    const col = <T>(f: (q: QueueState) => T, type: string) => p(kept.map((q) => f(q.state!)), type);
     ctes.push(`q AS (
-      INSERT INTO queues (organization_id, name, created_at, updated_at)
-      SELECT o, n, at, at FROM unnest(${p(qs.map((q) => q.organization_id), 'uuid')}, ${p(qs.map((q) => q.name), 'text')},
-        ${p(qs.map((q) => iso(q.at)), 'timestamptz')}) AS t(o, n, at)
-      ON CONFLICT DO NOTHING)`);
+      INSERT INTO queues (organization_id, name, paused, paused_reason, max_retries, lease_duration_secs, created_at, updated_at)
+      SELECT * FROM unnest(${p(kept.map((q) => q.organization_id), 'uuid')}, ${p(kept.map((q) => q.name), 'text')},
+        ${col((q) => q.paused, 'bool')}, ${col((q) => q.paused_reason, 'text')}, ${col((q) => q.max_retries, 'int')},
+        ${col((q) => q.lease_duration_secs, 'int')}, ${col((q) => iso(q.created_at), 'timestamptz')},
+        ${col((q) => iso(q.updated_at), 'timestamptz')})
+      ON CONFLICT (organization_id, name) DO UPDATE SET paused = EXCLUDED.paused, paused_reason = EXCLUDED.paused_reason,
+        max_retries = EXCLUDED.max_retries, lease_duration_secs = EXCLUDED.lease_duration_secs,
+        updated_at = EXCLUDED.updated_at)`);
+  }
+  if (dropped.length > 0) {
+    ctes.push(`qd AS (
+      DELETE FROM queues WHERE (organization_id, name) IN (
+        SELECT * FROM unnest(${p(dropped.map((q) => q.organization_id), 'uuid')}, ${p(dropped.map((q) => q.name), 'text')})))`);
   }
 
   if (inserts.size > 0) {
@@ -109,17 +124,17 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         ${col((u) => u.state.assigned_worker_id, 'text')}, ${col((u) => u.state.lease_id, 'uuid')},
         ${col((u) => iso(u.state.lease_expires_at), 'timestamptz')}, ${col((u) => u.hasResult, 'bool')},
         ${col((u) => json(u.result), 'text')}, ${col((u) => (u.errors.length > 0 ? JSON.stringify(u.errors) : null), 'text')},
-        ${col((u) => u.returning, 'bool')})
-        AS u(id, st, pr, rc, le, sa, sta, coa, ua, wid, lid, lea, hr, res, er, ret)
-      WHERE j.id = u.id
+        ${col((u) => u.returning, 'bool')}, ${col((u) => u.onlyFrom, 'text')})
+        AS u(id, st, pr, rc, le, sa, sta, coa, ua, wid, lid, lea, hr, res, er, ret, exp)
+      WHERE j.id = u.id AND (u.exp IS NULL OR j.status = ANY (string_to_array(u.exp, ',')))
       RETURNING j.id, CASE WHEN u.ret THEN to_jsonb(j) END AS row)`);
     selects.push(`SELECT 'u' AS k, id, row FROM upd`);
   }
 
   if (selects.length === 0) selects.push(`SELECT NULL::text AS k, NULL::uuid AS id, NULL::jsonb AS row WHERE false`);
   const sql = `WITH ${ctes.join(',\n')}\n${selects.join('\nUNION ALL\n')}`;
-  // Seven shapes of statement at most (which CTEs are present): each is prepared once per connection.
-  const shape = `commit_${queues.size > 0 ? 'q' : ''}${inserts.size > 0 ? 'i' : ''}${updates.size > 0 ? 'u' : ''}`;
+  // Fifteen shapes of statement at most (which CTEs are present): each is prepared once per connection.
+  const shape = `commit_${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${inserts.size > 0 ? 'i' : ''}${updates.size > 0 ? 'u' : ''}`;
   const result = await store.query<{ k: string; id: string; row: Record<string, unknown> | null }>(sql, params, shape);
 
   const out: CommitOutput = { rows: new Map(), inserted: new Set() };

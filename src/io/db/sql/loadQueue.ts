@@ -1,6 +1,7 @@
 // loadQueue — everything a QueueActor holds, read back from rows: the queue's settings and its live jobs
 // (pending, scheduled, processing). Served by the partial index jobs_live. Payloads stay in the store.
-import type { LiveJob, QueueRow } from '../../../actors/queue/queue-actor.js';
+import type { LiveJob } from '../../../actors/queue/queue-actor.js';
+import type { QueueState } from '../../../actors/records.js';
 import type { Store } from '../store.js';
 
 const ms = (d: Date | string | null): number | null => (d === null ? null : new Date(d).getTime());
@@ -9,10 +10,11 @@ export async function loadQueue(
   store: Store,
   organizationId: string,
   name: string,
-): Promise<{ queue: QueueRow | null; live: Omit<LiveJob, 'ver'>[] }> {
+): Promise<{ queue: QueueState | null; live: Omit<LiveJob, 'ver'>[] }> {
   const [queues, jobs] = await Promise.all([
-    store.query<QueueRow>(
-      'SELECT paused, paused_reason, max_retries, lease_duration_secs FROM queues WHERE organization_id = $1 AND name = $2',
+    store.query(
+      `SELECT paused, paused_reason, max_retries, lease_duration_secs, created_at, updated_at
+         FROM queues WHERE organization_id = $1 AND name = $2`,
       [organizationId, name],
     ),
     store.query(
@@ -40,5 +42,16 @@ export async function loadQueue(
     lease_ms: (r.timeout_seconds as number) * 1000,
     idempotency_key: r.idempotency_key as string | null,
   }));
-  return { queue: queues[0] ?? null, live };
+  const q = queues[0];
+  const queue: QueueState | null = q
+    ? {
+        paused: q.paused,
+        paused_reason: q.paused_reason,
+        max_retries: q.max_retries,
+        lease_duration_secs: q.lease_duration_secs,
+        created_at: ms(q.created_at)!,
+        updated_at: ms(q.updated_at)!,
+      }
+    : null;
+  return { queue, live };
 }

@@ -1,26 +1,30 @@
-// Job lifecycle routes: enqueue, get, claim, complete, fail, heartbeat, cancel.
-import Type from 'typebox';
+// Job routes: enqueue (one or bulk), get, claim, complete, fail, heartbeat, cancel, priority, retry.
+import Type, { type Static } from 'typebox';
 import { AppError, notFound, validationError } from '../../../errors.js';
 import type { ClaimReply, EnqueueInput, EnqueueReply } from '../../../actors/queue/queue-actor.js';
 import { getJob, getJobByKey } from '../../db/sql/getJob.js';
+import { terminalJobs } from '../../db/sql/terminalJobs.js';
 import { presentJob } from '../present.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
-import type { Services } from './services.js';
+import { reviveJobs, type Services } from './services.js';
 
+export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/;
 export const QueueName = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_][A-Za-z0-9._-]*$' });
+export const Uuid = Type.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' });
 export const WorkerId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._-]+$' });
 const LeaseId = Type.String({ minLength: 1, maxLength: 100 });
 const LeaseSecs = Type.Integer({ minimum: 5, maximum: 3600 });
+const Priority = Type.Integer({ minimum: -100, maximum: 100 });
+const MaxRetries = Type.Integer({ minimum: 0, maximum: 100 });
 
-const EnqueueBody = validator(
-  Type.Object({
+const JobDefinition = Type.Object({
     queue_name: QueueName,
     payload: Type.Record(Type.String(), Type.Unknown()),
     idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
-    priority: Type.Optional(Type.Integer({ minimum: -100, maximum: 100 })),
+    priority: Type.Optional(Priority),
     scheduled_at: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-    max_retries: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+    max_retries: Type.Optional(MaxRetries),
     timeout_seconds: Type.Optional(LeaseSecs),
     completion_webhook: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])),
     completion_webhook_secret: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()])),
@@ -30,8 +34,22 @@ const EnqueueBody = validator(
         Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50 }),
       ]),
     ),
+});
+const EnqueueBody = validator(JobDefinition);
+
+export const BULK_MAX = 100;
+// Top-level fields are defaults for the items; a bare array of definitions is accepted too.
+const BulkBody = validator(
+  Type.Object({
+    jobs: Type.Array(Type.Unknown(), { minItems: 1, maxItems: BULK_MAX }),
+    queue_name: Type.Optional(QueueName),
+    priority: Type.Optional(Priority),
+    max_retries: Type.Optional(MaxRetries),
+    timeout_seconds: Type.Optional(LeaseSecs),
   }),
 );
+
+const PriorityBody = validator(Type.Object({ priority: Priority }));
 
 const ClaimBody = validator(
   Type.Object({
@@ -67,7 +85,7 @@ function jobId(req: Request): string {
   return id.toLowerCase();
 }
 
-function parseTime(field: string, value: string | null | undefined): number | null {
+export function parseTime(field: string, value: string | null | undefined): number | null {
   if (value === undefined || value === null) return null;
   const t = Date.parse(value);
   if (!ISO_8601.test(value) || Number.isNaN(t) || !calendarDay(value)) {
@@ -104,9 +122,8 @@ export function jobRoutes(s: Services): Route[] {
     return queue;
   };
 
-  const enqueue = async (req: Request): Promise<Response> => {
-    const body = EnqueueBody(req.body);
-    const org = req.principal.organizationId;
+  /** Enqueues one validated definition: 201 with the new job, or 200 with the job holding its idempotency key. */
+  const enqueueOne = async (org: string, body: Static<typeof JobDefinition>): Promise<Response> => {
     const tags = Array.isArray(body.tags) ? Object.fromEntries(body.tags.map((t) => [t, ''])) : (body.tags ?? {});
     const input: EnqueueInput = {
       payload: body.payload,
@@ -127,6 +144,59 @@ export function jobRoutes(s: Services): Route[] {
     const existing = await getJobByKey(s.store, org, reply.idempotency_key);
     if (!existing) throw new AppError('UNAVAILABLE', 'The job holding this idempotency key could not be read; retry');
     return { status: 200, body: { ...presentJob(existing), created: false } };
+  };
+
+  const enqueue = (req: Request): Promise<Response> => enqueueOne(req.principal.organizationId, EnqueueBody(req.body));
+
+  /** Items are validated one by one: an invalid item is reported without sinking the valid ones. */
+  const bulk = async (req: Request): Promise<Response> => {
+    const { jobs, ...defaults } = BulkBody(Array.isArray(req.body) ? { jobs: req.body } : req.body);
+    const org = req.principal.organizationId;
+    const outcomes = await Promise.all(
+      jobs.map(async (item, index) => {
+        try {
+          const merged = item !== null && typeof item === 'object' && !Array.isArray(item) ? { ...defaults, ...item } : item;
+          const r = await enqueueOne(org, EnqueueBody(merged));
+          const job = r.body as { id: string; created: boolean };
+          return { index, id: job.id, created: job.created };
+        } catch (err) {
+          if (!(err instanceof AppError) || err.status >= 500) throw err;
+          return { index, error: err.toBody() };
+        }
+      }),
+    );
+    const succeeded = outcomes.filter((o): o is { index: number; id: string; created: boolean } => 'id' in o);
+    const failed = outcomes.filter((o) => 'error' in o);
+    return {
+      status: 200,
+      body: { succeeded, failed, total: jobs.length, success_count: succeeded.length, failure_count: failed.length },
+    };
+  };
+
+  /** Re-reads a job a queue actor did not hold: 404 when it does not exist, otherwise 409 naming its status. */
+  const notLive = async (org: string, id: string, what: string): Promise<never> => {
+    const row = await getJob(s.store, org, id);
+    if (!row) throw notFound('Job');
+    throw new AppError('CONFLICT', `The job is ${row.status}; ${what}`, { job_status: row.status });
+  };
+
+  const priority = async (req: Request): Promise<Response> => {
+    const id = jobId(req);
+    const body = PriorityBody(req.body);
+    const org = req.principal.organizationId;
+    const queue = await placeOf(req, id);
+    const reply = await s.pool.ask<Record<string, unknown> | null>(org, queue, 'priority', { id, priority: body.priority });
+    return reply ? { status: 200, body: reply } : notLive(org, id, 'only pending or scheduled jobs can change priority');
+  };
+
+  const retry = async (req: Request): Promise<Response> => {
+    const id = jobId(req);
+    const org = req.principal.organizationId;
+    const [row] = await terminalJobs(s.store, org, { ids: [id], statuses: ['deadletter', 'cancelled'] });
+    if (!row) return notLive(org, id, 'only dead-lettered or cancelled jobs can be retried');
+    const [outcome] = await reviveJobs(s, org, row.queue_name, [row], ['deadletter', 'cancelled']);
+    if (!outcome?.revived) return notLive(org, id, outcome?.reason ?? 'it cannot be retried');
+    return { status: 200, body: presentJob(outcome.job) };
   };
 
   const get = async (req: Request): Promise<Response> => {
@@ -183,6 +253,9 @@ export function jobRoutes(s: Services): Route[] {
     { method: 'POST', path: '/api/v1/jobs/:id/fail', permission: 'jobs:write', handler: leaseOp('fail', FailBody) },
     { method: 'POST', path: '/api/v1/jobs/:id/heartbeat', permission: 'jobs:write', handler: leaseOp('heartbeat', HeartbeatBody) },
     { method: 'DELETE', path: '/api/v1/jobs/:id', permission: 'jobs:write', handler: cancel },
+    { method: 'POST', path: '/api/v1/jobs/bulk', permission: 'jobs:write', handler: bulk },
+    { method: 'PUT', path: '/api/v1/jobs/:id/priority', permission: 'jobs:write', handler: priority },
+    { method: 'POST', path: '/api/v1/jobs/:id/retry', permission: 'jobs:write', handler: retry },
   ];
 }
 

@@ -1,0 +1,23 @@
+// terminalJobs — what reviving a job needs from rows the queue actors no longer hold: dead-lettered or
+// cancelled jobs of one organization, by ids or by queue (oldest first, up to a limit).
+import type { ReviveInput } from '../../../actors/queue/queue-actor.js';
+import type { Store } from '../store.js';
+
+export type TerminalJob = ReviveInput & { queue_name: string; status: string };
+
+export async function terminalJobs(
+  store: Store,
+  organizationId: string,
+  filter: { ids?: string[]; queue?: string; statuses: string[]; limit?: number },
+): Promise<TerminalJob[]> {
+  return store.query<TerminalJob>(
+    `SELECT id, queue_name, status, priority, max_retries, timeout_seconds, last_error, idempotency_key
+       FROM jobs
+      WHERE organization_id = $1 AND status = ANY ($2::text[])
+        AND ($3::uuid[] IS NULL OR id = ANY ($3::uuid[]))
+        AND ($4::text IS NULL OR queue_name = $4)
+      ORDER BY created_at, id
+      LIMIT $5`,
+    [organizationId, filter.statuses, filter.ids ?? null, filter.queue ?? null, filter.limit ?? 1000],
+  );
+}
