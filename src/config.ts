@@ -2,6 +2,7 @@
 // reported together, and the result is frozen: the rest of the code receives compiled values only.
 import os from 'node:os';
 import path from 'node:path';
+import { PLAN_RESOURCES, PLAN_TIERS, type PlanOverrides, type PlanResource, type PlanTier } from './actors/org/plans.js';
 
 export interface Config {
   readonly host: string;
@@ -19,7 +20,22 @@ export interface Config {
   /** Connections per actor thread (one commits, the others load actors) and for the main thread. */
   readonly pgPoolSize: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** HS256 secret for JWTs. Null outside production: generated once and kept in dataDir. */
+  readonly jwtSecret: string | null;
+  readonly jwtAccessTtlSeconds: number;
+  readonly jwtRefreshTtlSeconds: number;
+  /** Enables the admin API (X-Admin-Key). Null: the admin API answers 401 to everyone. */
+  readonly adminApiKey: string | null;
+  /** open: anyone may create an organization; closed: only with X-Admin-Key. */
+  readonly registrationMode: 'open' | 'closed';
+  /** smtp:// or smtps:// URL; null: login mails go to the log. */
+  readonly smtpUrl: string | null;
+  readonly mailFrom: string;
+  /** PLAN_<TIER>_<RESOURCE> settings: null means unlimited. */
+  readonly planOverrides: PlanOverrides;
 }
+
+
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -74,7 +90,39 @@ export function loadConfig(env: Env = process.env): Config {
     defaultTimeoutSeconds: int('DEFAULT_TIMEOUT_SECONDS', 300, 5, 3600),
     pgPoolSize: int('PG_POOL_SIZE', 4, 2, 100),
     logLevel: oneOf('LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
+    jwtSecret: env.JWT_SECRET ? env.JWT_SECRET : null,
+    jwtAccessTtlSeconds: int('JWT_ACCESS_TTL_SECONDS', 3600, 60, 86_400),
+    jwtRefreshTtlSeconds: int('JWT_REFRESH_TTL_SECONDS', 30 * 86_400, 300, 365 * 86_400),
+    adminApiKey: env.ADMIN_API_KEY ? env.ADMIN_API_KEY : null,
+    registrationMode: oneOf('REGISTRATION_MODE', 'closed', ['open', 'closed'] as const),
+    smtpUrl: env.SMTP_URL ? env.SMTP_URL : null,
+    mailFrom: str('MAIL_FROM', 'Sluice <no-reply@localhost>'),
+    planOverrides: planOverrides(env, problems),
   };
+  if (config.jwtSecret !== null && config.jwtSecret.length < 32) problems.push('JWT_SECRET must be at least 32 characters');
+  if (config.jwtSecret === null && config.production) problems.push('JWT_SECRET is required when NODE_ENV=production');
+  if (config.adminApiKey !== null && config.adminApiKey.length < 16) problems.push('ADMIN_API_KEY must be at least 16 characters');
+  if (config.smtpUrl !== null && !/^smtps?:\/\//.test(config.smtpUrl)) problems.push('SMTP_URL must start with smtp:// or smtps://');
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+/** PLAN_<TIER>_<RESOURCE>=<integer ≥ 0 | unlimited>, e.g. PLAN_FREE_ACTIVE_JOBS=50. Unknown names are errors. */
+function planOverrides(env: Env, problems: string[]): PlanOverrides {
+  const out: { [T in PlanTier]?: { [R in PlanResource]?: number | null } } = {};
+  for (const [name, raw] of Object.entries(env)) {
+    if (!name.startsWith('PLAN_') || raw === undefined || raw === '') continue;
+    const rest = name.slice(5).toLowerCase();
+    const tier = PLAN_TIERS.find((t) => rest.startsWith(`${t}_`));
+    const resource = tier && PLAN_RESOURCES.find((r) => rest === `${tier}_${r}`);
+    if (!tier || !resource) {
+      problems.push(`${name} is not PLAN_<${PLAN_TIERS.join('|').toUpperCase()}>_<${PLAN_RESOURCES.join('|').toUpperCase()}>`);
+      continue;
+    }
+    const n = Number(raw);
+    if (raw.toLowerCase() === 'unlimited') (out[tier] ??= {})[resource] = null;
+    else if (Number.isInteger(n) && n >= 0) (out[tier] ??= {})[resource] = n;
+    else problems.push(`${name}=${JSON.stringify(raw)} must be an integer ≥ 0 or "unlimited"`);
+  }
+  return out;
 }

@@ -1,5 +1,6 @@
 // The composition root: one Sluice node from a Config and a Clock. main.ts runs it; tests start whole nodes
 // on ephemeral ports with a ManualClock and stop them cleanly.
+import fs from 'node:fs';
 import path from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { systemClock, type Clock } from './clock.js';
@@ -13,15 +14,21 @@ import type { Store } from './io/db/store.js';
 import { Authenticator } from './io/http/auth.js';
 import { healthRoutes } from './io/http/routes/health.js';
 import { dlqRoutes } from './io/http/routes/dlq.js';
+import { jobQueryRoutes } from './io/http/routes/job-queries.js';
 import { jobRoutes } from './io/http/routes/jobs.js';
+import { queueQueryRoutes } from './io/http/routes/queue-queries.js';
 import { queueRoutes } from './io/http/routes/queues.js';
 import type { Services } from './io/http/routes/services.js';
 import { Router } from './io/http/router.js';
 import { HttpServer } from './io/http/server.js';
+import { openApiDocument } from './io/http/openapi.js';
 import { ActorPool, type LinkFactory } from './runtime/actor-pool.js';
 import { bootstrap } from './runtime/bootstrap.js';
 import { JobPlaces } from './runtime/job-places.js';
+import { RetentionSweeper } from './runtime/retention.js';
 import { spawnWorker } from './runtime/spawn.js';
+
+const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 export interface NodeOptions {
   config: Config;
@@ -34,6 +41,8 @@ export interface SluiceNode {
   readonly port: number;
   readonly store: Store;
   readonly pool: ActorPool;
+  /** The background sweep of finished jobs past their plan's retention window. */
+  readonly retention: RetentionSweeper;
   /** The key created on first boot, when this boot created it. */
   readonly bootstrapKey: string | null;
   stop(): Promise<void>;
@@ -105,16 +114,33 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   const { store } = setup;
   let pool: ActorPool | null = null;
   let http: HttpServer | null = null;
+  const retention = new RetentionSweeper({ store, clock, log });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
     pool = new ActorPool(config, clock, setup.makeLink);
     await pool.start();
     const services: Services = { config, clock, pool, store, places: new JobPlaces(store) };
-    const router = new Router().add(...healthRoutes(services), ...jobRoutes(services), ...dlqRoutes(services), ...queueRoutes(services));
+    const router = new Router().add(
+      ...healthRoutes(services),
+      ...jobRoutes(services),
+      ...jobQueryRoutes(services),
+      ...dlqRoutes(services),
+      ...queueRoutes(services),
+      ...queueQueryRoutes(services),
+    );
+    let openapi: Record<string, unknown> | null = null;
+    router.add({
+      method: 'GET',
+      path: '/api/v1/openapi.json',
+      permission: null,
+      handler: () => ({ status: 200, body: (openapi ??= openApiDocument(router.list(), VERSION)) }),
+      doc: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } },
+    });
     http = new HttpServer(router, new Authenticator(store), (m, e) => log.error(m, e));
     const port = await http.listen(config.host, config.port);
     const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
     log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads)`);
+    retention.start();
     const p = pool;
     const h = http;
     let stopped: Promise<void> | null = null;
@@ -123,16 +149,19 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       port,
       store,
       pool: p,
+      retention,
       bootstrapKey,
       stop: () =>
         (stopped ??= (async () => {
           h.close();
+          await retention.stop();
           await p.stop();
           await setup.close();
         })()),
     };
   } catch (err) {
     http?.close();
+    await retention.stop();
     await pool?.stop().catch(() => {});
     await setup.close().catch(() => {});
     throw err;

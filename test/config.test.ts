@@ -30,6 +30,13 @@ test('every invalid setting is reported at once', () => {
   }
 });
 
-test('NODE_ENV=production', () => {
-  assert.equal(loadConfig({ NODE_ENV: 'production' }).production, true);
+test('NODE_ENV=production needs a JWT secret', () => {
+  assert.throws(() => loadConfig({ NODE_ENV: 'production' }), /JWT_SECRET is required/);
+  assert.equal(loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32) }).production, true);
+});
+
+test('PLAN_<TIER>_<RESOURCE> overrides', () => {
+  const c = loadConfig({ PLAN_FREE_ACTIVE_JOBS: '50', PLAN_PRO_QUEUES: 'unlimited' });
+  assert.deepEqual(c.planOverrides, { free: { active_jobs: 50 }, pro: { queues: null } });
+  assert.throws(() => loadConfig({ PLAN_GOLD_QUEUES: '1', PLAN_FREE_QUEUES: '-1', PLAN_FREE_NOPE: '1' }), (err: ConfigError) => err.problems.length === 3);
 });

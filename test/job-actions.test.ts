@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { startTestNode, type Api, type TestNode } from './helpers.js';
+import { assertError, assertInvalid } from './http-assert.js';
 
 let n: TestNode;
 let api: Api;
@@ -20,13 +21,6 @@ async function deadLetter(queue: string, payload: Record<string, unknown> = {}):
   const f = await api.post(`/api/v1/jobs/${job.id}/fail`, { worker_id: 'w1', lease_id: c.lease_id, error: 'bad', retryable: false });
   assert.equal(f.body.status, 'deadletter');
   return job.id;
-}
-
-function assertError(r: { status: number; body: any }, status: number, code: string) {
-  assert.equal(r.status, status, JSON.stringify(r.body));
-  assert.equal(r.body.code, code);
-  assert.equal(r.body.status, status);
-  assert.equal(typeof r.body.message, 'string');
 }
 
 describe('bulk enqueue', () => {
@@ -57,9 +51,9 @@ describe('bulk enqueue', () => {
     assert.equal(bare.status, 200);
     assert.equal(bare.body.success_count, 1);
     const tooMany = Array.from({ length: 101 }, () => ({ queue_name: 'bulk-big', payload: {} }));
-    assertError(await api.post('/api/v1/jobs/bulk', { jobs: tooMany }), 422, 'VALIDATION_ERROR');
-    assertError(await api.post('/api/v1/jobs/bulk', tooMany), 422, 'VALIDATION_ERROR');
-    assertError(await api.post('/api/v1/jobs/bulk', { jobs: [] }), 422, 'VALIDATION_ERROR');
+    assertInvalid(await api.post('/api/v1/jobs/bulk', { jobs: tooMany }));
+    assertInvalid(await api.post('/api/v1/jobs/bulk', tooMany));
+    assertInvalid(await api.post('/api/v1/jobs/bulk', { jobs: [] }));
     const none = await n.node.store.query(`SELECT 1 FROM jobs WHERE queue_name = 'bulk-big'`);
     assert.equal(none.length, 0);
   });
@@ -100,12 +94,12 @@ describe('priority', () => {
   test('processing, finished and unknown jobs; invalid priority', async () => {
     const j = await api.enqueue({ queue_name: 'prio-409' });
     await api.claim('prio-409');
-    assertError(await api.put(`/api/v1/jobs/${j.id}/priority`, { priority: 1 }), 409, 'CONFLICT');
+    assertError(await api.put(`/api/v1/jobs/${j.id}/priority`, { priority: 1 }), 409, 'CONFLICT', ['job_status', 'active_jobs']);
     await api.delete(`/api/v1/jobs/${j.id}`);
-    assertError(await api.put(`/api/v1/jobs/${j.id}/priority`, { priority: 1 }), 409, 'CONFLICT');
+    assertError(await api.put(`/api/v1/jobs/${j.id}/priority`, { priority: 1 }), 409, 'CONFLICT', ['job_status', 'active_jobs']);
     assertError(await api.put(`/api/v1/jobs/00000000-0000-7000-8000-000000000000/priority`, { priority: 1 }), 404, 'NOT_FOUND');
-    assertError(await api.put(`/api/v1/jobs/${j.id}/priority`, { priority: 101 }), 422, 'VALIDATION_ERROR');
-    assertError(await api.put(`/api/v1/jobs/${j.id}/priority`, {}), 422, 'VALIDATION_ERROR');
+    assertInvalid(await api.put(`/api/v1/jobs/${j.id}/priority`, { priority: 101 }));
+    assertInvalid(await api.put(`/api/v1/jobs/${j.id}/priority`, {}));
   });
 });
 
@@ -128,7 +122,7 @@ describe('job retry', () => {
 
   test('a live job is 409, an unknown one 404', async () => {
     const j = await api.enqueue({ queue_name: 'retry-409' });
-    assertError(await api.post(`/api/v1/jobs/${j.id}/retry`), 409, 'CONFLICT');
+    assertError(await api.post(`/api/v1/jobs/${j.id}/retry`), 409, 'CONFLICT', ['job_status', 'active_jobs']);
     assertError(await api.post(`/api/v1/jobs/00000000-0000-7000-8000-000000000000/retry`), 404, 'NOT_FOUND');
   });
 
@@ -160,16 +154,16 @@ describe('dead-letter queue', () => {
     const byQueue = await api.post('/api/v1/jobs/dlq/retry', { queue_name: 'dlq-a', limit: 1 });
     assert.deepEqual(byQueue.body.job_ids, [b], 'the oldest first');
     assert.equal((await api.get(`/api/v1/jobs/${d}`)).body.status, 'deadletter');
-    assertError(await api.post('/api/v1/jobs/dlq/retry', {}), 422, 'VALIDATION_ERROR');
-    assertError(await api.post('/api/v1/jobs/dlq/retry', { job_ids: ['nope'] }), 422, 'VALIDATION_ERROR');
+    assertInvalid(await api.post('/api/v1/jobs/dlq/retry', {}));
+    assertInvalid(await api.post('/api/v1/jobs/dlq/retry', { job_ids: ['nope'] }));
   });
 
   test('purge needs confirm; by ids, queue and age; a purged job cannot be retried', async () => {
     const a = await deadLetter('purge-a');
     const b = await deadLetter('purge-b');
     const keep = await api.enqueue({ queue_name: 'purge-a' });
-    assertError(await api.post('/api/v1/jobs/dlq/purge', { job_ids: [a] }), 422, 'VALIDATION_ERROR');
-    assertError(await api.post('/api/v1/jobs/dlq/purge', { job_ids: [a], confirm: false }), 422, 'VALIDATION_ERROR');
+    assertInvalid(await api.post('/api/v1/jobs/dlq/purge', { job_ids: [a] }));
+    assertInvalid(await api.post('/api/v1/jobs/dlq/purge', { job_ids: [a], confirm: false }));
     assert.equal((await api.get(`/api/v1/jobs/${a}`)).status, 200, 'nothing purged without confirm');
 
     const old = await api.post('/api/v1/jobs/dlq/purge', { older_than: '2000-01-01T00:00:00Z', confirm: true });
@@ -193,10 +187,10 @@ describe('queues', () => {
     assert.equal(r.body.name, 'q-made');
     assert.equal(r.body.paused, false);
     assert.deepEqual(r.body.config, { max_retries: 7, lease_duration_secs: 45 });
-    assertError(await api.post('/api/v1/queues', { name: 'q-made' }), 409, 'CONFLICT');
+    assertError(await api.post('/api/v1/queues', { name: 'q-made' }), 409, 'CONFLICT', ['job_status', 'active_jobs']);
     assert.equal((await api.post('/api/v1/queues', { queue_name: 'q-alias' })).status, 201);
-    assertError(await api.post('/api/v1/queues', {}), 422, 'VALIDATION_ERROR');
-    assertError(await api.post('/api/v1/queues', { name: '-bad' }), 422, 'VALIDATION_ERROR');
+    assertInvalid(await api.post('/api/v1/queues', {}));
+    assertInvalid(await api.post('/api/v1/queues', { name: '-bad' }));
 
     const j = await api.enqueue({ queue_name: 'q-made' });
     assert.equal(j.max_retries, 7);
@@ -207,7 +201,7 @@ describe('queues', () => {
     const k = await api.enqueue({ queue_name: 'q-made' });
     assert.equal(k.max_retries, 1);
     assert.equal(k.timeout_seconds, 300);
-    assertError(await api.put('/api/v1/queues/q-made/config', { max_retries: 101 }), 422, 'VALIDATION_ERROR');
+    assertInvalid(await api.put('/api/v1/queues/q-made/config', { max_retries: 101 }));
     assertError(await api.put('/api/v1/queues/no-such-queue/config', { max_retries: 1 }), 404, 'NOT_FOUND');
   });
 
@@ -254,7 +248,7 @@ describe('queues', () => {
   test('delete: 409 while active jobs remain, then 200, then 404', async () => {
     const j = await api.enqueue({ queue_name: 'q-del' });
     const busy = await api.delete('/api/v1/queues/q-del');
-    assertError(busy, 409, 'CONFLICT');
+    assertError(busy, 409, 'CONFLICT', ['job_status', 'active_jobs']);
     assert.equal(busy.body.active_jobs, 1);
     await api.delete(`/api/v1/jobs/${j.id}`);
     const gone = await api.delete('/api/v1/queues/q-del');

@@ -4,86 +4,12 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { digestKey } from '../src/actors/org/api-key.js';
 import { ManualClock } from '../src/clock.js';
-import { CATALOG, type ErrorCode } from '../src/errors.js';
 import { MAX_BODY_BYTES } from '../src/io/http/server.js';
 import { Api, startTestNode, type ApiResponse, type TestNode } from './helpers.js';
+import { allowOf, assertError, assertInvalid, insertKey, orgOf } from './http-assert.js';
 
 const JOBS = '/api/v1/jobs';
-const BASE = ['error', 'code', 'message', 'status'];
-
-/** The catalog shape, exactly: the four fields, plus only the extras the code is allowed to add. */
-function assertError(r: ApiResponse, status: number, code: ErrorCode, extras: string[] = []): void {
-  assert.equal(r.status, status, `expected ${status} ${code}, got ${r.status} ${JSON.stringify(r.body)}`);
-  assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
-  const b = r.body as Record<string, unknown>;
-  assert.ok(b !== null && typeof b === 'object' && !Array.isArray(b), `error body is not an object: ${JSON.stringify(b)}`);
-  for (const k of BASE) assert.ok(k in b, `error body lacks "${k}": ${JSON.stringify(b)}`);
-  for (const k of Object.keys(b)) assert.ok(BASE.includes(k) || extras.includes(k), `unexpected "${k}" in ${JSON.stringify(b)}`);
-  assert.match(b.error as string, /^[a-z]+(_[a-z]+)*$/);
-  assert.match(b.code as string, /^[A-Z]+(_[A-Z]+)*$/);
-  assert.equal(b.code, code);
-  assert.equal(b.error, CATALOG[code].error);
-  assert.equal(typeof b.message, 'string');
-  assert.ok((b.message as string).length > 0);
-  assert.equal(b.status, r.status);
-}
-
-/** 422 validation_error whose details name `field` (and contain nothing but {field, message} pairs). */
-function assertInvalid(r: ApiResponse, ...fields: string[]): void {
-  assertError(r, 422, 'VALIDATION_ERROR', ['details']);
-  const details = r.body.details as unknown[];
-  assert.ok(Array.isArray(details) && details.length > 0, `no details: ${JSON.stringify(r.body)}`);
-  for (const d of details) {
-    assert.deepEqual(Object.keys(d as object).sort(), ['field', 'message']);
-    const { field, message } = d as { field: unknown; message: unknown };
-    assert.equal(typeof field, 'string');
-    assert.equal(typeof message, 'string');
-    assert.ok((message as string).length > 0);
-  }
-  const named = details.map((d) => (d as { field: string }).field);
-  for (const f of fields) assert.ok(named.includes(f), `details ${JSON.stringify(details)} do not name "${f}"`);
-}
-
-function allowOf(r: ApiResponse): string[] {
-  return (r.headers.get('allow') ?? '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
-}
-
-/** An organization and key written straight into the store: there is no organization API yet. */
-async function insertKey(
-  n: TestNode,
-  opts: { organizationId?: string; permissions?: string[]; revoked?: boolean } = {},
-): Promise<{ key: string; organizationId: string }> {
-  const now = new Date();
-  let organizationId = opts.organizationId;
-  if (!organizationId) {
-    organizationId = randomUUID();
-    await n.node.store.query(
-      'INSERT INTO organizations (id, name, slug, plan, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)',
-      [organizationId, 'Other', `other-${organizationId.slice(0, 8)}`, 'free', now],
-    );
-  }
-  const key = `svc_test_${randomUUID().replaceAll('-', '')}`;
-  // The permissions go in as one comma-separated string: array parameters differ between pg and PGlite.
-  await n.node.store.query(
-    `INSERT INTO api_keys (id, organization_id, name, key_digest, key_prefix, permissions, created_at, revoked_at)
-     VALUES ($1, $2, 'test', $3, $4, string_to_array($5, ','), $6, $7)`,
-    [randomUUID(), organizationId, digestKey(key), key.slice(0, 16), (opts.permissions ?? ['*']).join(','), now, opts.revoked ? now : null],
-  );
-  return { key, organizationId };
-}
-
-async function orgOf(n: TestNode, key: string): Promise<string> {
-  const rows = await n.node.store.query<{ organization_id: string }>('SELECT organization_id FROM api_keys WHERE key_digest = $1', [
-    digestKey(key),
-  ]);
-  return rows[0]!.organization_id;
-}
-
 describe('REST routes', () => {
   let n: TestNode;
   let api: Api;

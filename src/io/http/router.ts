@@ -1,5 +1,6 @@
 // Route table and matching. A static segment beats a parameter (`/jobs/claim` before `/jobs/:id`); a path
 // that exists under another method answers 405 with Allow, and an unknown path 404.
+import type { TSchema } from 'typebox';
 import type { Principal } from './auth.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -20,12 +21,23 @@ export interface Response {
   headers?: Record<string, string>;
 }
 
+/** What the OpenAPI document says of a route; schemas are the typebox schemas the route validates with. */
+export interface RouteDoc {
+  summary: string;
+  description?: string;
+  body?: TSchema;
+  query?: Record<string, { schema: TSchema; description?: string; required?: boolean }>;
+  /** Success status → what comes back. Errors are listed from the catalog. */
+  responses: Record<number, { description: string; schema?: TSchema; headers?: Record<string, string> }>;
+}
+
 export interface Route {
   method: Method;
   path: string;
   /** null: public (health probes). Otherwise the permission a credential needs ('*' grants all). */
   permission: string | null;
   handler: (req: Request) => Promise<Response> | Response;
+  doc?: RouteDoc;
 }
 
 interface Compiled {

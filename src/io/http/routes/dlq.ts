@@ -71,7 +71,29 @@ export function dlqRoutes(s: Services): Route[] {
   };
 
   return [
-    { method: 'POST', path: '/api/v1/jobs/dlq/retry', permission: 'dlq:write', handler: retry },
-    { method: 'POST', path: '/api/v1/jobs/dlq/purge', permission: 'dlq:write', handler: purge },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs/dlq/retry',
+      permission: 'dlq:write',
+      handler: retry,
+      doc: {
+        summary: 'Retry dead-lettered jobs',
+        description: `By job_ids (up to ${MAX_IDS}), or the oldest of queue_name up to limit (default 100, at most ${MAX_BY_QUEUE}). Retry counts are reset.`,
+        body: RetryBody.schema,
+        responses: { 200: { description: '{retried, job_ids, failed: [{id, error}]}' } },
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs/dlq/purge',
+      permission: 'dlq:write',
+      handler: purge,
+      doc: {
+        summary: 'Delete dead-lettered jobs',
+        description: 'Every given filter applies (job_ids, queue_name, older_than: dead-lettered before that instant). confirm: true is required.',
+        body: PurgeBody.schema,
+        responses: { 200: { description: '{purged}' } },
+      },
+    },
   ];
 }

@@ -6,12 +6,13 @@ import type { Services } from './services.js';
 export function healthRoutes(s: Services): Route[] {
   const ok = () => ({ status: 200, body: { status: 'ok' } });
   return [
-    { method: 'GET', path: '/health', permission: null, handler: ok },
-    { method: 'GET', path: '/health/live', permission: null, handler: ok },
+    { method: 'GET', path: '/health', permission: null, handler: ok, doc: { summary: 'Health check', responses: { 200: { description: 'ok' } } } },
+    { method: 'GET', path: '/health/live', permission: null, handler: ok, doc: { summary: 'Liveness probe', responses: { 200: { description: 'ok' } } } },
     {
       method: 'GET',
       path: '/health/ready',
       permission: null,
+      doc: { summary: 'Readiness probe: the store answers', responses: { 200: { description: 'ready' } } },
       handler: async () => {
         try {
           await s.store.query('SELECT 1');

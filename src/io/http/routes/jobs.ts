@@ -1,10 +1,11 @@
 // Job routes: enqueue (one or bulk), get, claim, complete, fail, heartbeat, cancel, priority, retry.
-import Type, { type Static } from 'typebox';
+import Type, { type Static, type TSchema } from 'typebox';
 import { AppError, notFound, validationError } from '../../../errors.js';
 import type { ClaimReply, EnqueueInput, EnqueueReply } from '../../../actors/queue/queue-actor.js';
 import { getJob, getJobByKey } from '../../db/sql/getJob.js';
 import { terminalJobs } from '../../db/sql/terminalJobs.js';
 import { presentJob } from '../present.js';
+import { CreatedJob, Job } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
 import { reviveJobs, type Services } from './services.js';
@@ -245,17 +246,86 @@ export function jobRoutes(s: Services): Route[] {
     throw new AppError('CONFLICT', `The job is ${row.status} and can no longer be cancelled`, { job_status: row.status });
   };
 
+  const ok = (description: string, schema?: TSchema) => ({ 200: { description, schema } });
   return [
-    { method: 'POST', path: '/api/v1/jobs', permission: 'jobs:write', handler: enqueue },
-    { method: 'POST', path: '/api/v1/jobs/claim', permission: 'jobs:write', handler: claim },
-    { method: 'GET', path: '/api/v1/jobs/:id', permission: 'jobs:read', handler: get },
-    { method: 'POST', path: '/api/v1/jobs/:id/complete', permission: 'jobs:write', handler: leaseOp('complete', CompleteBody) },
-    { method: 'POST', path: '/api/v1/jobs/:id/fail', permission: 'jobs:write', handler: leaseOp('fail', FailBody) },
-    { method: 'POST', path: '/api/v1/jobs/:id/heartbeat', permission: 'jobs:write', handler: leaseOp('heartbeat', HeartbeatBody) },
-    { method: 'DELETE', path: '/api/v1/jobs/:id', permission: 'jobs:write', handler: cancel },
-    { method: 'POST', path: '/api/v1/jobs/bulk', permission: 'jobs:write', handler: bulk },
-    { method: 'PUT', path: '/api/v1/jobs/:id/priority', permission: 'jobs:write', handler: priority },
-    { method: 'POST', path: '/api/v1/jobs/:id/retry', permission: 'jobs:write', handler: retry },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs',
+      permission: 'jobs:write',
+      handler: enqueue,
+      doc: {
+        summary: 'Enqueue a job',
+        description: 'A job sent to an unknown queue creates it. An idempotency_key already used in the organization returns that job (200, created: false).',
+        body: EnqueueBody.schema,
+        responses: { 201: { description: 'Created', schema: CreatedJob }, 200: { description: 'The job holding this idempotency key', schema: CreatedJob } },
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs/claim',
+      permission: 'jobs:write',
+      handler: claim,
+      doc: {
+        summary: 'Claim jobs under a lease',
+        description: 'Highest priority first, then oldest. wait_ms long-polls until a job arrives. A paused queue returns no jobs.',
+        body: ClaimBody.schema,
+        responses: ok('The claimed jobs, each with its lease_id', Type.Object({ jobs: Type.Array(Job) })),
+      },
+    },
+    { method: 'GET', path: '/api/v1/jobs/:id', permission: 'jobs:read', handler: get, doc: { summary: 'Get a job', responses: ok('The job', Job) } },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs/:id/complete',
+      permission: 'jobs:write',
+      handler: leaseOp('complete', CompleteBody),
+      doc: { summary: 'Complete a claimed job (409 LEASE_EXPIRED for a stale lease)', body: CompleteBody.schema, responses: ok('Completed') },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs/:id/fail',
+      permission: 'jobs:write',
+      handler: leaseOp('fail', FailBody),
+      doc: {
+        summary: 'Fail a claimed job',
+        description: 'Retried after min(2^retry_count, 60) minutes while retries remain, else dead-lettered; retryable: false dead-letters at once.',
+        body: FailBody.schema,
+        responses: ok('scheduled (with the next attempt time) or deadletter'),
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs/:id/heartbeat',
+      permission: 'jobs:write',
+      handler: leaseOp('heartbeat', HeartbeatBody),
+      doc: { summary: 'Extend a live lease (an expired one is never revived)', body: HeartbeatBody.schema, responses: ok('The new lease expiry') },
+    },
+    { method: 'DELETE', path: '/api/v1/jobs/:id', permission: 'jobs:write', handler: cancel, doc: { summary: 'Cancel a job', responses: ok('Cancelled') } },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs/bulk',
+      permission: 'jobs:write',
+      handler: bulk,
+      doc: {
+        summary: `Enqueue up to ${BULK_MAX} jobs`,
+        description: 'Top-level fields are defaults for the items; a bare array is accepted. Invalid items are reported per index without sinking the valid ones.',
+        body: BulkBody.schema,
+        responses: ok('Per-item outcome: succeeded [{index, id, created}], failed [{index, error}]'),
+      },
+    },
+    {
+      method: 'PUT',
+      path: '/api/v1/jobs/:id/priority',
+      permission: 'jobs:write',
+      handler: priority,
+      doc: { summary: 'Change the priority of a pending or scheduled job', body: PriorityBody.schema, responses: ok('The new priority') },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs/:id/retry',
+      permission: 'jobs:write',
+      handler: retry,
+      doc: { summary: 'Retry a dead-lettered or cancelled job (retry count reset)', responses: ok('The job, pending again', Job) },
+    },
   ];
 }
 

@@ -6,6 +6,7 @@ import type { QueueView } from '../../../actors/queue/queue-actor.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
 import { isoOf } from '../present.js';
+import { Queue } from '../schemas.js';
 import { QueueName, QUEUE_NAME_PATTERN } from './jobs.js';
 import type { Services } from './services.js';
 
@@ -51,21 +52,47 @@ export function queueRoutes(s: Services): Route[] {
     return { status: 201, body: presentQueue(reply) };
   };
 
+  const ok = (description: string) => ({ 200: { description, schema: Queue } });
   return [
-    { method: 'POST', path: '/api/v1/queues', permission: 'queues:write', handler: create },
+    {
+      method: 'POST',
+      path: '/api/v1/queues',
+      permission: 'queues:write',
+      handler: create,
+      doc: {
+        summary: 'Create a queue',
+        description: 'name (alias queue_name), with optional defaults for its jobs. 409 if it exists.',
+        body: CreateBody.schema,
+        responses: { 201: { description: 'Created', schema: Queue } },
+      },
+    },
     {
       method: 'POST',
       path: '/api/v1/queues/:name/pause',
       permission: 'queues:write',
       handler: act('pause', (req) => ({ reason: PauseBody(req.body).reason ?? null })),
+      doc: { summary: 'Pause a queue: claims return no jobs until resumed', body: PauseBody.schema, responses: ok('The paused queue') },
     },
-    { method: 'POST', path: '/api/v1/queues/:name/resume', permission: 'queues:write', handler: act('resume', () => ({})) },
+    {
+      method: 'POST',
+      path: '/api/v1/queues/:name/resume',
+      permission: 'queues:write',
+      handler: act('resume', () => ({})),
+      doc: { summary: 'Resume a paused queue', responses: ok('The queue') },
+    },
     {
       method: 'PUT',
       path: '/api/v1/queues/:name/config',
       permission: 'queues:write',
       handler: act('configure', (req) => ConfigBody(req.body)),
+      doc: { summary: 'Set the defaults for new jobs (null clears one)', body: ConfigBody.schema, responses: ok('The queue') },
     },
-    { method: 'DELETE', path: '/api/v1/queues/:name', permission: 'queues:write', handler: act('deleteQueue', () => ({})) },
+    {
+      method: 'DELETE',
+      path: '/api/v1/queues/:name',
+      permission: 'queues:write',
+      handler: act('deleteQueue', () => ({})),
+      doc: { summary: 'Delete a queue (409 while it has pending, scheduled or processing jobs)', responses: { 200: { description: '{name, deleted: true}' } } },
+    },
   ];
 }

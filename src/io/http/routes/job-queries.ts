@@ -1,0 +1,176 @@
+// The read side of jobs: the list (and the DLQ list, the same list fixed to deadletter), batch status and
+// counts per status. Reads go straight to the store, not through the actors: they change nothing, and every
+// state an actor reports has been committed before its reply, so the store is never behind an answer given.
+import Type from 'typebox';
+import type { JobStatus } from '../../../actors/records.js';
+import { validationError } from '../../../errors.js';
+import { jobStats, JOB_STATUSES } from '../../db/sql/jobStats.js';
+import { jobStatuses } from '../../db/sql/jobStatuses.js';
+import { listJobs, type JobFilter, type JobKey } from '../../db/sql/listJobs.js';
+import type { Row } from '../../db/store.js';
+import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
+import { isoOf, presentJob } from '../present.js';
+import { isoTime, oneOf, single, tagFilters } from '../query.js';
+import type { Request, Response, Route, RouteDoc } from '../router.js';
+import { Job, JobStatus as JobStatusSchema } from '../schemas.js';
+import { queueNameValid } from './queue-queries.js';
+import type { Services } from './services.js';
+
+/** Keyset over (created_at, id), newest first. The DLQ list names itself, so its cursors fail on the job list. */
+const JOBS_CURSOR = cursorCodec('jobs', ['time', 'uuid']);
+const DLQ_CURSOR = cursorCodec('dlq', ['time', 'uuid']);
+
+export const MAX_STATUS_IDS = 100;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** `queue_name` (alias `queue`): a queue name, or 422. */
+function queueFilter(q: URLSearchParams): string | null {
+  const name = single(q, 'queue_name', 'queue');
+  if (name !== null && !queueNameValid(name)) {
+    throw validationError(
+      [{ field: 'queue_name', message: 'must be 1 to 100 characters of A-Z a-z 0-9 . _ -, not starting with . or -' }],
+      'queue_name is not a valid queue name',
+    );
+  }
+  return name;
+}
+
+function jobFilter(q: URLSearchParams, status: JobStatus | null): JobFilter {
+  const tags = tagFilters(q);
+  const createdAfter = isoTime('created_after', single(q, 'created_after'));
+  const createdBefore = isoTime('created_before', single(q, 'created_before'));
+  return { queueName: queueFilter(q), status, tagKeys: tags.keys, tagValues: tags.values, createdAfter, createdBefore };
+}
+
+// What the OpenAPI document says of these routes.
+const Time = Type.String({ format: 'date-time' });
+const Counts = Type.Object(Object.fromEntries(JOB_STATUSES.map((st) => [st, Type.Integer({ minimum: 0 })])));
+const PAGE_QUERY: NonNullable<RouteDoc['query']> = {
+  limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
+  cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
+  queue_name: { schema: Type.String(), description: 'only this queue (alias: queue)' },
+  queue: { schema: Type.String(), description: 'alias of queue_name' },
+  tag: { schema: Type.String(), description: '"key" (has the tag) or "key:value"; repeatable, all must match' },
+  created_after: { schema: Time, description: 'created strictly after this instant' },
+  created_before: { schema: Time, description: 'created strictly before this instant' },
+};
+const PAGE_HEADERS = {
+  'X-Next-Cursor': 'the cursor of the next page; absent on the last page',
+  Link: '<{path}?{same query}&cursor={next}>; rel="next"; absent on the last page',
+};
+
+const keyOf = (row: Row): JobKey => [row.cursor_at as string, row.id as string];
+
+export function jobQueryRoutes(s: Services): Route[] {
+  const page = async (req: Request, codec: typeof JOBS_CURSOR, status: JobStatus | null): Promise<Response> => {
+    const limit = parseLimit(req.query);
+    const after = readCursor(req.query, codec);
+    const filter = jobFilter(req.query, status);
+    const rows = await listJobs(s.store, req.principal.organizationId, filter, after, limit);
+    return pageResponse(req, rows, limit, codec, keyOf, presentJob);
+  };
+
+  const list = (req: Request) => page(req, JOBS_CURSOR, oneOf('status', single(req.query, 'status'), JOB_STATUSES));
+
+  // Fixed to deadletter; a `status` parameter is not a filter here and is ignored.
+  const dlq = (req: Request) => page(req, DLQ_CURSOR, 'deadletter');
+
+  const status = async (req: Request): Promise<Response> => {
+    const given = req.query
+      .getAll('ids')
+      .flatMap((v) => v.split(','))
+      .map((v) => v.trim())
+      .filter((v) => v.length > 0);
+    if (given.length === 0) {
+      throw validationError([{ field: 'ids', message: 'is required: a comma-separated list of job ids' }], 'ids is required');
+    }
+    if (given.length > MAX_STATUS_IDS) {
+      throw validationError([{ field: 'ids', message: `must hold at most ${MAX_STATUS_IDS} ids` }], `at most ${MAX_STATUS_IDS} ids per request`);
+    }
+    const bad = given.filter((id) => !UUID.test(id));
+    if (bad.length > 0) {
+      throw validationError(
+        bad.slice(0, 10).map((id) => ({ field: 'ids', message: `"${id.slice(0, 64)}" is not a job id` })),
+        'ids must be job ids (UUIDs)',
+      );
+    }
+    const ids = [...new Set(given.map((id) => id.toLowerCase()))];
+    const rows = await jobStatuses(s.store, req.principal.organizationId, ids);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    // In the order asked, each id once; ids that are unknown (or another organization's) are left out.
+    const body = ids.flatMap((id) => {
+      const r = byId.get(id);
+      return r ? [{ id: r.id, status: r.status, queue_name: r.queue_name, retry_count: r.retry_count, updated_at: isoOf(r.updated_at) }] : [];
+    });
+    return { status: 200, body };
+  };
+
+  const stats = async (req: Request): Promise<Response> => {
+    const queueName = queueFilter(req.query);
+    const counts = await jobStats(s.store, req.principal.organizationId, queueName);
+    const total = Object.values(counts).reduce((a, b) => a + b, 0);
+    return { status: 200, body: { queue_name: queueName, counts, total } };
+  };
+
+  return [
+    {
+      method: 'GET',
+      path: '/api/v1/jobs',
+      permission: 'jobs:read',
+      handler: list,
+      doc: {
+        summary: 'List jobs, newest first, a page at a time',
+        description: 'Ordered by created_at then id, descending. The cursor is a keyset: pages stay stable while jobs are inserted.',
+        query: { ...PAGE_QUERY, status: { schema: JobStatusSchema, description: 'only jobs in this status' } },
+        responses: { 200: { description: 'A page of jobs', schema: Type.Array(Job), headers: PAGE_HEADERS } },
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/jobs/status',
+      permission: 'jobs:read',
+      handler: status,
+      doc: {
+        summary: 'Batch status of up to 100 jobs',
+        description: 'In the order asked; ids that do not exist in the organization are left out.',
+        query: { ids: { schema: Type.String(), required: true, description: 'comma-separated job ids (repeatable), at most 100' } },
+        responses: {
+          200: {
+            description: 'One line per known job',
+            schema: Type.Array(
+              Type.Object({ id: Type.String({ format: 'uuid' }), status: JobStatusSchema, queue_name: Type.String(), retry_count: Type.Integer(), updated_at: Time }),
+            ),
+          },
+        },
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/jobs/stats',
+      permission: 'jobs:read',
+      handler: stats,
+      doc: {
+        summary: 'Job counts per status, for the organization or one queue',
+        query: { queue_name: PAGE_QUERY.queue_name!, queue: PAGE_QUERY.queue! },
+        responses: {
+          200: {
+            description: 'Counts (every status present)',
+            schema: Type.Object({ queue_name: Type.Union([Type.String(), Type.Null()]), counts: Counts, total: Type.Integer({ minimum: 0 }) }),
+          },
+        },
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/jobs/dlq',
+      permission: 'dlq:read',
+      handler: dlq,
+      doc: {
+        summary: 'List dead-lettered jobs, with payloads and error history',
+        description: 'GET /api/v1/jobs fixed to status deadletter (a status parameter is ignored); its own cursors.',
+        query: PAGE_QUERY,
+        responses: { 200: { description: 'A page of dead-lettered jobs', schema: Type.Array(Job), headers: PAGE_HEADERS } },
+      },
+    },
+  ];
+}
