@@ -12,6 +12,11 @@ import { lockDataDir } from './io/db/pglite.js';
 import { RemoteStore } from './io/db/remote.js';
 import type { Store } from './io/db/store.js';
 import { Authenticator } from './io/http/auth.js';
+import { Tokens } from './io/http/tokens.js';
+import { createMailer, type Mailer } from './io/mail/mailer.js';
+import { apiKeyRoutes } from './io/http/routes/api-keys.js';
+import { authRoutes } from './io/http/routes/auth.js';
+import { organizationRoutes } from './io/http/routes/organizations.js';
 import { healthRoutes } from './io/http/routes/health.js';
 import { dlqRoutes } from './io/http/routes/dlq.js';
 import { jobQueryRoutes } from './io/http/routes/job-queries.js';
@@ -24,7 +29,12 @@ import { HttpServer } from './io/http/server.js';
 import { openApiDocument } from './io/http/openapi.js';
 import { ActorPool, type LinkFactory } from './runtime/actor-pool.js';
 import { bootstrap } from './runtime/bootstrap.js';
+import { loadJwtSecret } from './runtime/jwt-secret.js';
 import { JobPlaces } from './runtime/job-places.js';
+import { Quotas } from './runtime/quotas.js';
+import { ApiCalls } from './runtime/api-calls.js';
+import { RateLimiter } from './io/http/rate-limit.js';
+import { usageRoutes } from './io/http/routes/usage.js';
 import { RetentionSweeper } from './runtime/retention.js';
 import { spawnWorker } from './runtime/spawn.js';
 
@@ -114,12 +124,25 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   const { store } = setup;
   let pool: ActorPool | null = null;
   let http: HttpServer | null = null;
-  const retention = new RetentionSweeper({ store, clock, log });
+  let apiCalls: ApiCalls | null = null;
+  let mailer: Mailer | null = null;
+  const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
     pool = new ActorPool(config, clock, setup.makeLink);
     await pool.start();
-    const services: Services = { config, clock, pool, store, places: new JobPlaces(store) };
+    const tokens = new Tokens(
+      loadJwtSecret(config, (m) => log.info(m)),
+      clock,
+      config.jwtAccessTtlSeconds,
+      config.jwtRefreshTtlSeconds,
+    );
+    const auth = new Authenticator({ store, clock, tokens, log });
+    await auth.start();
+    mailer = createMailer(config, log);
+    const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas: new Quotas(pool), auth, mailer };
+    const limiter = new RateLimiter(store, clock, config.planOverrides);
+    const calls = (apiCalls = new ApiCalls(store, clock, log));
     const router = new Router().add(
       ...healthRoutes(services),
       ...jobRoutes(services),
@@ -127,6 +150,10 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...dlqRoutes(services),
       ...queueRoutes(services),
       ...queueQueryRoutes(services),
+      ...usageRoutes(services, { limiter, apiCalls: calls }),
+      ...apiKeyRoutes(services),
+      ...authRoutes(services),
+      ...organizationRoutes(services),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -136,13 +163,25 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       handler: () => ({ status: 200, body: (openapi ??= openApiDocument(router.list(), VERSION)) }),
       doc: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } },
     });
-    http = new HttpServer(router, new Authenticator(store), (m, e) => log.error(m, e));
+    /** Every authenticated request: the organization's rate limit, and the count behind its usage statistics. */
+    const admit = async (org: string) => {
+      try {
+        await limiter.admit(org);
+        calls.count(org, false);
+      } catch (err) {
+        calls.count(org, true);
+        throw err;
+      }
+    };
+    http = new HttpServer(router, auth, (m, e) => log.error(m, e), admit);
     const port = await http.listen(config.host, config.port);
     const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
     log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads)`);
     retention.start();
+    calls.start();
     const p = pool;
     const h = http;
+    const m = mailer;
     let stopped: Promise<void> | null = null;
     return {
       url: `http://${host}:${port}`,
@@ -155,6 +194,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         (stopped ??= (async () => {
           h.close();
           await retention.stop();
+          await calls.stop();
+          await m.close();
           await p.stop();
           await setup.close();
         })()),
@@ -162,6 +203,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   } catch (err) {
     http?.close();
     await retention.stop();
+    await apiCalls?.stop().catch(() => {});
+    await mailer?.close().catch(() => {});
     await pool?.stop().catch(() => {});
     await setup.close().catch(() => {});
     throw err;

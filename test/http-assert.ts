@@ -54,15 +54,18 @@ export function allowOf(r: ApiResponse): string[] {
 /** An organization (new unless given) and a key of it with these permissions. */
 export async function insertKey(
   n: TestNode,
-  opts: { organizationId?: string; permissions?: string[]; plan?: string; revoked?: boolean } = {},
+  opts: { organizationId?: string; permissions?: string[]; plan?: string; revoked?: boolean; limited?: boolean } = {},
 ): Promise<{ key: string; organizationId: string }> {
   const now = new Date();
   let organizationId = opts.organizationId;
   if (!organizationId) {
     organizationId = randomUUID();
+    // Neither rate-limited nor held to job quotas unless asked: tests that send many requests must not depend on
+    // how fast they run or how many jobs they leave behind.
+    const overrides = opts.limited ? {} : { rate_per_second: null, burst: null, active_jobs: null, jobs_per_day: null };
     await n.node.store.query(
-      'INSERT INTO organizations (id, name, slug, plan, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $5)',
-      [organizationId, 'Other', `other-${organizationId.slice(0, 8)}`, opts.plan ?? 'free', now],
+      'INSERT INTO organizations (id, name, slug, plan, limit_overrides, created_at, updated_at) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $6)',
+      [organizationId, 'Other', `other-${organizationId.slice(0, 8)}`, opts.plan ?? 'free', JSON.stringify(overrides), now],
     );
   }
   const key = `svc_test_${randomUUID().replaceAll('-', '')}`;

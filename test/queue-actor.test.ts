@@ -15,6 +15,7 @@ function harness() {
       return now;
     },
     write: (r) => records.push(r),
+    emit: () => {},
     newJobId: () => ids.next(now),
   };
   const actor = new QueueActor('org', 'q', { retryUnitMs: 1000, defaultMaxRetries: 3, defaultTimeoutSeconds: 60 }, null);

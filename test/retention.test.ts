@@ -22,6 +22,12 @@ before(async () => {
   clock = new ManualClock(T0);
   n = await startTestNode({ clock });
   api = n.api;
+  // The bootstrap organization is on enterprise (90 days); these tests want the free plan's 3-day window, with
+  // its quotas lifted (they are not what is tested here).
+  await n.node.store.query(
+    `UPDATE organizations SET plan = 'free', limit_overrides = $1::jsonb WHERE slug = 'default'`,
+    [JSON.stringify({ rate_per_second: null, burst: null, active_jobs: null, jobs_per_day: null })],
+  );
 });
 after(() => n.stop());
 

@@ -58,6 +58,8 @@ export type JournalRecord =
   /** The queue's whole row (upserted), or null: the queue is deleted. */
   | { kind: 'queue'; organization_id: string; name: string; state: QueueState | null }
   | { kind: 'insert'; job: JobRow; conflictKey: boolean }
+  /** Jobs created by an organization on a UTC day (the absolute count). */
+  | { kind: 'usage'; organization_id: string; day: string; jobs_created: number }
   | {
       kind: 'update';
       id: string;
@@ -79,10 +81,16 @@ export interface CommitOutput {
   inserted: Set<string>;
 }
 
-/** What an actor needs from its thread: the time and a journal to write to. */
+/** What other actors hear of a change, once it is committed (quota counters now; streams later). */
+export type DomainEvent =
+  | { type: 'job.finished'; organization_id: string; queue_name: string; job_id: string; status: 'completed' | 'deadletter' | 'cancelled' }
+  | { type: 'queue.created' | 'queue.deleted'; organization_id: string; queue_name: string };
+
+/** What an actor needs from its thread: the time, a journal to write to, and events to publish after commit. */
 export interface Effects {
   readonly now: number;
   write(rec: JournalRecord): void;
+  emit(event: DomainEvent): void;
   newJobId(): string;
 }
 

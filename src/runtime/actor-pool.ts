@@ -2,6 +2,7 @@
 // posts per turn, resolves replies, and restarts a thread that dies (its actors rebuild from the store;
 // asks in flight to it fail with 503 rather than hang).
 import type { TransferListItem, Worker } from 'node:worker_threads';
+import type { DomainEvent } from '../actors/records.js';
 import type { Clock } from '../clock.js';
 import { ManualClock } from '../clock.js';
 import type { Config } from '../config.js';
@@ -32,6 +33,7 @@ export class ActorPool {
   private threads: Thread[] = [];
   private nextId = 1;
   private stopping = false;
+  private readonly listeners: Array<(events: DomainEvent[]) => void> = [];
 
   constructor(
     private readonly config: Config,
@@ -49,6 +51,17 @@ export class ActorPool {
   ask<T = unknown>(org: string, queue: string, op: Op, args: unknown): Promise<T> {
     const t = this.threads[shardOf(actorKey(org, queue), this.threads.length)]!;
     return this.post(t, (id) => ({ t: 'ask', id, org, queue, op, args })) as Promise<T>;
+  }
+
+  /** A message nobody waits on (counters fed by events). */
+  tell(org: string, queue: string, op: Op, args: unknown): void {
+    const t = this.threads[shardOf(actorKey(org, queue), this.threads.length)]!;
+    this.enqueue(t, { t: 'ask', id: 0, org, queue, op, args });
+  }
+
+  /** Subscribes to the events of committed groups, from every thread. */
+  onEvents(fn: (events: DomainEvent[]) => void): void {
+    this.listeners.push(fn);
   }
 
   /** Fires due timers on every thread (manual clock) and waits for what they wrote to commit. */
@@ -70,15 +83,20 @@ export class ActorPool {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       t.pending.set(id, { resolve, reject });
-      if (t.outbox.length === 0) {
-        setImmediate(() => {
-          const batch = t.outbox;
-          t.outbox = [];
-          t.worker.postMessage(batch);
-        });
-      }
-      t.outbox.push(make(id));
+      this.enqueue(t, make(id));
     });
+  }
+
+  /** One postMessage per thread per turn, whatever was asked during it. */
+  private enqueue(t: Thread, m: ThreadIn): void {
+    if (t.outbox.length === 0) {
+      setImmediate(() => {
+        const batch = t.outbox;
+        t.outbox = [];
+        t.worker.postMessage(batch);
+      });
+    }
+    t.outbox.push(m);
   }
 
   private spawn(index: number): Thread {
@@ -102,6 +120,10 @@ export class ActorPool {
     t.ready.catch(() => {}); // awaited by start(); a later death must not become an unhandled rejection
     worker.on('message', (batch: ThreadOut[]) => {
       for (const m of batch) {
+        if ('events' in m) {
+          for (const fn of this.listeners) fn(m.events);
+          continue;
+        }
         if (m.id === 0) {
           if (m.ok) ready.resolve();
           else ready.reject(AppError.fromWire(m.error));

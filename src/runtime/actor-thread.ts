@@ -12,15 +12,17 @@ import { AppError } from '../errors.js';
 import { Heap } from '../actors/heap.js';
 import { JobIds } from '../actors/ids.js';
 import { QueueActor, type ClaimReply, type Waiter } from '../actors/queue/queue-actor.js';
-import type { Effects, JournalRecord, Reply } from '../actors/records.js';
+import { OrgActor } from '../actors/org/org-actor.js';
+import type { DomainEvent, Effects, JournalRecord, Reply } from '../actors/records.js';
 import { PgStore } from '../io/db/pg.js';
 import { RemoteStore } from '../io/db/remote.js';
 import type { Store, StoreLink } from '../io/db/store.js';
 import { commitBatch } from '../io/db/sql/commitBatch.js';
 import { liveQueues } from '../io/db/sql/liveQueues.js';
+import { loadOrganization } from '../io/db/sql/loadOrganization.js';
 import { loadQueue } from '../io/db/sql/loadQueue.js';
 import { Journal } from './journal.js';
-import type { Ask, ThreadIn, ThreadOut } from './protocol.js';
+import { ORG_ACTOR, type Ask, type ThreadIn, type ThreadOut } from './protocol.js';
 import { actorKey, shardOf } from './shard.js';
 
 export interface ThreadInit {
@@ -53,16 +55,20 @@ function flushOutbox(): void {
   outbox = [];
   port.postMessage(batch);
 }
-const ok = (id: number, value: unknown) => send({ id, ok: true, value });
+// A tell (id 0) has nobody waiting for its answer.
+const ok = (id: number, value: unknown) => {
+  if (id !== 0) send({ id, ok: true, value });
+};
 const fail = (id: number, err: unknown) => {
   // Unexpected errors are logged here and leave as the catalog's generic 500: no SQL or stack text for clients.
   const e = err instanceof AppError ? err : new AppError('INTERNAL');
   if (!(err instanceof AppError)) console.error(`[actor-thread ${init.index}]`, err);
-  send({ id, ok: false, error: e.toWire() });
+  if (id !== 0) send({ id, ok: false, error: e.toWire() });
 };
 
-// --- actors ---
-type Slot = { actor: QueueActor } | { loading: Ask[] };
+// --- actors: a QueueActor per (organization, queue), an OrgActor per organization (queue key ORG_ACTOR) ---
+type Actor = QueueActor | OrgActor;
+type Slot = { actor: Actor } | { loading: Ask[] };
 const actors = new Map<string, Slot>();
 let currentKey = '';
 const ids = new JobIds();
@@ -71,6 +77,7 @@ const fx: Effects = {
     return clock.now();
   },
   write: (rec: JournalRecord) => journal.write(currentKey, rec),
+  emit: (event: DomainEvent) => journal.emit(event),
   newJobId: () => ids.next(clock.now()),
 };
 
@@ -81,11 +88,12 @@ const journal = new Journal(
     for (const key of lost) {
       const slot = actors.get(key);
       actors.delete(key);
-      if (slot && 'actor' in slot) {
+      if (slot && 'actor' in slot && slot.actor instanceof QueueActor) {
         for (const w of slot.actor.drainWaiters()) w.respond(() => ({ jobs: [] }));
       }
     }
   },
+  (events) => send({ id: -1, ok: true, events }),
 );
 
 /** Sends the reply once everything written so far is committed. */
@@ -105,24 +113,36 @@ function replyAfterCommit<T>(id: number, reply: Reply<T>): void {
 function load(key: string, organizationId: string, queueName: string, first: Ask | null): void {
   const pending: Ask[] = first ? [first] : [];
   actors.set(key, { loading: pending });
-  loadQueue(store, organizationId, queueName).then(
-    ({ queue, live }) => {
-      const actor = new QueueActor(organizationId, queueName, settings, queue, live);
+  build(organizationId, queueName).then(
+    (actor) => {
       actors.set(key, { actor });
       // Leases that ran out while nobody owned the queue are given up now.
-      run(key, actor, () => actor.tick(fx));
+      if (actor instanceof QueueActor) run(key, actor, () => actor.tick(fx));
       for (const m of pending) dispatch(m, actor);
     },
     (err) => {
       actors.delete(key);
-      for (const m of pending) fail(m.id, new AppError('UNAVAILABLE', `could not load queue: ${(err as Error).message}`));
+      for (const m of pending) fail(m.id, err instanceof AppError ? err : new AppError('UNAVAILABLE', `could not load ${key}: ${(err as Error).message}`));
     },
   );
+}
+
+async function build(organizationId: string, queueName: string): Promise<Actor> {
+  if (queueName === ORG_ACTOR) {
+    const snapshot = await loadOrganization(store, organizationId, clock.now());
+    if (!snapshot) throw new AppError('NOT_FOUND', 'Organization not found');
+    return new OrgActor(organizationId, init.config.planOverrides, snapshot);
+  }
+  const { queue, live } = await loadQueue(store, organizationId, queueName);
+  return new QueueActor(organizationId, queueName, settings, queue, live);
 }
 
 function onAsk(m: Ask): void {
   const key = actorKey(m.org, m.queue);
   const slot = actors.get(key);
+  // Tells adjust counters of loaded actors only: an actor built from rows already counts every committed change
+  // (and one being built may or may not: dropping the tell then errs on the side of a higher count).
+  if (m.id === 0 && (!slot || 'loading' in slot)) return;
   if (!slot) return load(key, m.org, m.queue, m);
   if ('loading' in slot) {
     slot.loading.push(m);
@@ -131,8 +151,18 @@ function onAsk(m: Ask): void {
   dispatch(m, slot.actor);
 }
 
-function dispatch(m: Ask, actor: QueueActor): void {
+function dispatch(m: Ask, actor: Actor): void {
   const key = actorKey(m.org, m.queue);
+  if (actor instanceof OrgActor) {
+    currentKey = key;
+    try {
+      // Quota answers need no commit: they acknowledge nothing durable by themselves (see org-actor.ts).
+      ok(m.id, handleOrg(m, actor));
+    } catch (err) {
+      fail(m.id, err);
+    }
+    return;
+  }
   try {
     run(key, actor, () => handle(m, actor));
   } catch (err) {
@@ -174,7 +204,7 @@ function handle(m: Ask, actor: QueueActor): void {
       actor.addWaiter(w);
       timer = setTimeout(() => {
         const slot = actors.get(key);
-        if (slot && 'actor' in slot && slot.actor.removeWaiter(w)) replyAfterCommit(m.id, (): ClaimReply => ({ jobs: [] }));
+        if (slot && 'actor' in slot && slot.actor === actor && actor.removeWaiter(w)) replyAfterCommit(m.id, (): ClaimReply => ({ jobs: [] }));
       }, a.wait_ms);
       return;
     }
@@ -205,7 +235,32 @@ function handle(m: Ask, actor: QueueActor): void {
   }
 }
 
-// --- timers: one heap of wake-ups for all actors of the thread ---
+function handleOrg(m: Ask, actor: OrgActor): unknown {
+  const a = m.args as any;
+  switch (m.op) {
+    case 'admit':
+      actor.admitJobs(a.n, a.payloadBytes, fx);
+      return { day: actor.today(fx.now) };
+    case 'releaseJobs':
+      return actor.releaseJobs(a.n, a.day, fx);
+    case 'jobsFinished':
+      return actor.jobsFinished(a.n);
+    case 'reserve':
+      return actor.reserve(a.resource);
+    case 'counted':
+      return actor.counted(a.resource, a.delta);
+    case 'setPlan':
+      return actor.setPlan(a.plan, a.overrides);
+    case 'resetUsage':
+      return actor.resetUsage(fx);
+    case 'usage':
+      return actor.usage(fx.now);
+    default:
+      throw new AppError('INTERNAL', `unknown organization operation ${m.op}`);
+  }
+}
+
+// --- timers: one heap of wake-ups for all queue actors of the thread ---
 interface Wake {
   at: number;
   key: string;

@@ -18,7 +18,10 @@ export async function bootstrap(store: Store, config: Config, now: number, log: 
       id: randomUUID(),
       name: 'Default',
       slug: 'default',
-      plan: 'free',
+      // The instance operator's own organization: no quotas and no rate limit (its limits can be changed later
+      // through the admin API like any other organization's).
+      plan: 'enterprise',
+      limitOverrides: { rate_per_second: null, burst: null },
       keyId: randomUUID(),
       keyName: 'bootstrap',
       keyDigest: digest,

@@ -9,7 +9,7 @@
 // A failed commit fails its group and the group queued behind it (which may build on it) with 503; the
 // actors they touched are handed to `onLost` to be dropped and rebuilt from the store, which is the roll-back.
 import { AppError } from '../errors.js';
-import type { CommitOutput, JournalRecord } from '../actors/records.js';
+import type { CommitOutput, DomainEvent, JournalRecord } from '../actors/records.js';
 
 export interface Waiting {
   ok(out: CommitOutput): void;
@@ -20,6 +20,8 @@ interface Group {
   records: JournalRecord[];
   actors: Set<string>;
   replies: Waiting[];
+  /** Published once the group is committed; dropped with it when the commit fails. */
+  events: DomainEvent[];
 }
 
 export interface JournalStats {
@@ -31,7 +33,7 @@ export interface JournalStats {
 }
 
 const EMPTY: CommitOutput = { rows: new Map(), inserted: new Set() };
-const newGroup = (): Group => ({ records: [], actors: new Set(), replies: [] });
+const newGroup = (): Group => ({ records: [], actors: new Set(), replies: [], events: [] });
 
 export class Journal {
   private current = newGroup();
@@ -43,7 +45,12 @@ export class Journal {
   constructor(
     private readonly commit: (records: JournalRecord[]) => Promise<CommitOutput>,
     private readonly onLost: (actors: Set<string>, cause: unknown) => void,
+    private readonly publish: (events: DomainEvent[]) => void,
   ) {}
+
+  emit(event: DomainEvent): void {
+    this.current.events.push(event);
+  }
 
   write(actor: string, rec: JournalRecord): void {
     this.current.records.push(rec);
@@ -82,9 +89,10 @@ export class Journal {
     if (this.inflight !== null) return;
     const g = this.current;
     if (g.records.length === 0) {
-      if (g.replies.length > 0) {
+      if (g.replies.length > 0 || g.events.length > 0) {
         this.current = newGroup();
         for (const w of g.replies) w.ok(EMPTY);
+        if (g.events.length > 0) this.publish(g.events);
       }
       this.settleIdle();
       return;
@@ -100,6 +108,7 @@ export class Journal {
         this.stats.lastBatch = g.records.length;
         this.stats.commitMsTotal += performance.now() - started;
         for (const w of g.replies) w.ok(out);
+        if (g.events.length > 0) this.publish(g.events);
         this.flush();
       },
       (err: unknown) => {

@@ -1,7 +1,14 @@
 // Messages between the main thread and actor threads. Both directions travel in arrays (one post per turn).
+import type { DomainEvent } from '../actors/records.js';
 import type { WireError } from '../errors.js';
 
+export type OrgOp = 'admit' | 'releaseJobs' | 'jobsFinished' | 'reserve' | 'counted' | 'setPlan' | 'resetUsage' | 'usage';
+
+/** The actor key of an organization's quota actor: '' is never a queue name. */
+export const ORG_ACTOR = '';
+
 export type Op =
+  | OrgOp
   | 'enqueue'
   | 'claim'
   | 'complete'
@@ -18,6 +25,7 @@ export type Op =
 
 export interface Ask {
   t: 'ask';
+  /** 0: a tell, answered by nobody. */
   id: number;
   org: string;
   queue: string;
@@ -27,5 +35,8 @@ export interface Ask {
 
 export type ThreadIn = Ask | { t: 'tick'; id: number } | { t: 'stop'; id: number };
 
-/** id 0 is the thread's boot report. */
-export type ThreadOut = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: WireError };
+/** id 0 is the thread's boot report; `events` carries what committed groups published. */
+export type ThreadOut =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: WireError }
+  | { id: -1; ok: true; events: DomainEvent[] };

@@ -5,7 +5,7 @@
 // request handling and group commits interleave with, never one long one. "Now" is the node's Clock.
 // Live jobs (pending, scheduled, processing) and dead-lettered jobs are never deleted; the DLQ has its purge.
 import { setImmediate as yieldTurn } from 'node:timers/promises';
-import { isPlanTier, jobRetentionMs } from '../actors/org/plans.js';
+import { isPlanTier, resolveLimits, type LimitOverrides, type PlanOverrides } from '../actors/org/plans.js';
 import type { Clock } from '../clock.js';
 import { organizationPlans } from '../io/db/sql/organizationPlans.js';
 import { sweepRetention } from '../io/db/sql/sweepRetention.js';
@@ -20,6 +20,8 @@ export interface RetentionOptions {
   intervalMs?: number;
   /** Rows per DELETE statement. */
   batchSize?: number;
+  /** The instance's PLAN_* settings (the organization's own overrides come with its row). */
+  planOverrides?: PlanOverrides;
 }
 
 export interface SweepReport {
@@ -30,6 +32,7 @@ export interface SweepReport {
 }
 
 const ORG_PAGE = 500;
+const DAY_MS = 86_400_000;
 
 export class RetentionSweeper {
   readonly intervalMs: number;
@@ -81,7 +84,7 @@ export class RetentionSweeper {
       const orgs = await organizationPlans(store, afterId, ORG_PAGE);
       for (const org of orgs) {
         if (this.stopping) break;
-        const windowMs = this.windowOf(org.plan);
+        const windowMs = this.windowOf(org.plan, org.limit_overrides);
         if (windowMs === null) continue;
         report.organizations++;
         const cutoff = new Date(now - windowMs);
@@ -101,8 +104,11 @@ export class RetentionSweeper {
   }
 
   /** The plan's window; null keeps everything (an unlimited plan, or a plan name this node does not know). */
-  private windowOf(plan: string): number | null {
-    if (isPlanTier(plan)) return jobRetentionMs(plan);
+  private windowOf(plan: string, overrides: LimitOverrides): number | null {
+    if (isPlanTier(plan)) {
+      const days = resolveLimits(plan, this.opts.planOverrides ?? {}, overrides).job_retention_days;
+      return days === null ? null : days * DAY_MS;
+    }
     if (!this.unknownPlans.has(plan)) {
       this.unknownPlans.add(plan);
       this.opts.log?.warn(`retention: unknown plan "${plan}"; its organizations' jobs are kept`);

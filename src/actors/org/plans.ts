@@ -140,14 +140,6 @@ export function upgradeTo(tier: PlanTier): PlanTier | null {
   return PLAN_TIERS[PLAN_TIERS.indexOf(tier) + 1] ?? null;
 }
 
-const DAY_MS = 86_400_000;
-
-/** How long completed and cancelled jobs of `tier` are kept, in ms; null keeps them forever. */
-export function jobRetentionMs(tier: PlanTier): number | null {
-  const days = planLimit(tier, 'job_retention_days');
-  return days === null ? null : days * DAY_MS;
-}
-
 function deepFreeze<T extends object>(o: T): T {
   for (const v of Object.values(o)) if (v !== null && typeof v === 'object') deepFreeze(v);
   return Object.freeze(o);

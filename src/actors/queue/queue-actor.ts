@@ -275,6 +275,7 @@ export class QueueActor {
       state: { ...this.state(job, now), status: 'completed', completed_at: now, lease_id: null, lease_expires_at: null },
       result: input.result,
     });
+    this.finished(job, 'completed', fx);
     return () => ({ id: job.id, status: 'completed', completed_at: now });
   }
 
@@ -298,6 +299,7 @@ export class QueueActor {
       status = 'deadletter';
       this.forget(job);
       fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status, completed_at: now }, errors: [entry] });
+      this.finished(job, 'deadletter', fx);
     }
     const reply = {
       id: job.id,
@@ -332,6 +334,7 @@ export class QueueActor {
       id,
       state: { ...this.state(job, now), status: 'cancelled', completed_at: now, lease_id: null, lease_expires_at: null },
     });
+    this.finished(job, 'cancelled', fx);
     return () => ({ id, status: 'cancelled' });
   }
 
@@ -437,6 +440,7 @@ export class QueueActor {
     }
     this.queue = null;
     fx.write({ kind: 'queue', organization_id: this.organizationId, name: this.name, state: null });
+    fx.emit({ type: 'queue.deleted', organization_id: this.organizationId, queue_name: this.name });
     for (const w of this.drainWaiters()) w.respond(() => ({ jobs: [] }));
     return () => ({ name: this.name, deleted: true });
   }
@@ -472,6 +476,7 @@ export class QueueActor {
       } else {
         this.forget(job);
         fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status: 'deadletter', completed_at: now }, errors: [entry] });
+        this.finished(job, 'deadletter', fx);
       }
     }
     if (promoted) this.feedWaiters(fx);
@@ -488,10 +493,16 @@ export class QueueActor {
 
   // --- internals ---
 
-  /** A job sent to an unknown queue creates it. */
-  private ensureQueue(fx: Effects, config: QueueConfig = { max_retries: null, lease_duration_secs: null }): void {
+  /** A job sent to an unknown queue creates it; an explicit create was counted against the quota already. */
+  private ensureQueue(fx: Effects, config: QueueConfig | null = null): void {
     if (this.queue) return;
-    this.writeQueue(fx, { paused: false, paused_reason: null, ...config, created_at: fx.now, updated_at: fx.now });
+    const cfg = config ?? { max_retries: null, lease_duration_secs: null };
+    this.writeQueue(fx, { paused: false, paused_reason: null, ...cfg, created_at: fx.now, updated_at: fx.now });
+    if (config === null) fx.emit({ type: 'queue.created', organization_id: this.organizationId, queue_name: this.name });
+  }
+
+  private finished(job: LiveJob, status: 'completed' | 'deadletter' | 'cancelled', fx: Effects): void {
+    fx.emit({ type: 'job.finished', organization_id: this.organizationId, queue_name: this.name, job_id: job.id, status });
   }
 
   private writeQueue(fx: Effects, state: QueueState): void {

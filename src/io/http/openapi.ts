@@ -66,10 +66,10 @@ export function openApiDocument(routes: Route[], version: string): Record<string
     info: {
       title: 'Sluice',
       version,
-      description: 'Multi-tenant job queue. Errors: docs/errors.md. Credentials: Authorization: Bearer <API key>.',
+      description: 'Multi-tenant job queue. Errors: docs/errors.md. Credentials: Authorization: Bearer <API key or access token>; admin routes: X-Admin-Key.',
     },
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key (svc_live_… / svc_test_…)' } },
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key (svc_live_… / svc_test_…) or a JWT access token (eyJ…) from /api/v1/auth/login' } },
       schemas: { Error: ErrorBody },
     },
     paths,

@@ -11,6 +11,8 @@ export interface Request {
   params: Record<string, string>;
   query: URLSearchParams;
   authorization: string;
+  /** X-Admin-Key, '' when absent: the admin routes check it themselves (they take no Bearer credential). */
+  adminKey: string;
   body: unknown;
   principal: Principal;
 }

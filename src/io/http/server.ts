@@ -20,7 +20,7 @@ const statusLine = (status: number): string => {
   return line;
 };
 
-const NO_PRINCIPAL: Principal = Object.freeze({ organizationId: '', apiKeyId: '', permissions: [] });
+const NO_PRINCIPAL: Principal = Object.freeze({ organizationId: '', apiKeyId: null, permissions: [], via: 'api_key' as const });
 
 export class HttpServer {
   private app: TemplatedApp | null = null;
@@ -31,6 +31,8 @@ export class HttpServer {
     private readonly router: Router,
     private readonly auth: Authenticator,
     private readonly log: (msg: string, err?: unknown) => void,
+    /** Per-organization admission of authenticated requests (rate limits, call counting). */
+    private readonly admit: (organizationId: string) => Promise<void> = async () => {},
   ) {}
 
   listen(host: string, port: number): Promise<number> {
@@ -41,6 +43,7 @@ export class HttpServer {
       const path = req.getUrl();
       const query = req.getQuery() ?? '';
       const authorization = req.getHeader('authorization');
+      const adminKey = req.getHeader('x-admin-key');
       let aborted = false;
       res.onAborted(() => {
         aborted = true;
@@ -50,7 +53,7 @@ export class HttpServer {
         res.cork(() => write(res, r));
       };
       const run = (body: Buffer | null) => {
-        this.handle(method, path, query, authorization, body).then(finish, (err) => finish(this.errorResponse(err)));
+        this.handle(method, path, query, authorization, adminKey, body).then(finish, (err) => finish(this.errorResponse(err)));
       };
       if (method === 'GET') return run(null);
       readBody(res, (body) => (body === null ? finish(this.errorResponse(new AppError('PAYLOAD_TOO_LARGE', 'Request body too large', { limit: MAX_BODY_BYTES }))) : run(body)));
@@ -74,7 +77,7 @@ export class HttpServer {
     this.app = null;
   }
 
-  private async handle(method: Method, path: string, query: string, authorization: string, raw: Buffer | null): Promise<Response> {
+  private async handle(method: Method, path: string, query: string, authorization: string, adminKey: string, raw: Buffer | null): Promise<Response> {
     const match = this.router.match(method, path);
     if (match === null) throw new AppError('NOT_FOUND', `No route for ${method} ${path}`);
     if ('allow' in match) {
@@ -87,14 +90,18 @@ export class HttpServer {
     let principal = NO_PRINCIPAL;
     if (route.permission !== null) {
       principal = await this.auth.authenticate(authorization);
+      await this.admit(principal.organizationId);
       authorize(principal, route.permission);
     }
-    const req: Request = { method, path, params, query: q, authorization, body: parseJson(raw), principal };
+    const req: Request = { method, path, params, query: q, authorization, adminKey, body: parseJson(raw), principal };
     return route.handler(req);
   }
 
   private errorResponse(err: unknown): Response {
-    if (err instanceof AppError) return { status: err.status, body: err.toBody() };
+    if (err instanceof AppError) {
+      const retryAfter = err.extra.retry_after;
+      return { status: err.status, body: err.toBody(), ...(typeof retryAfter === 'number' ? { headers: { 'retry-after': String(retryAfter) } } : {}) };
+    }
     this.log('unhandled error', err);
     const e = new AppError('INTERNAL');
     return { status: e.status, body: e.toBody() };

@@ -24,11 +24,14 @@ const json = (v: unknown): string | null => (v === undefined || v === null ? nul
 export async function commitBatch(store: Store, records: readonly JournalRecord[]): Promise<CommitOutput> {
   const queues = new Map<string, { organization_id: string; name: string; state: QueueState | null }>();
   const inserts = new Map<string, { row: JobRow; conflictKey: boolean }>();
+  const usage = new Map<string, { organization_id: string; day: string; jobs_created: number }>();
   const updates = new Map<string, Update>();
 
   for (const rec of records) {
     if (rec.kind === 'queue') {
       queues.set(`${rec.organization_id}/${rec.name}`, rec);
+    } else if (rec.kind === 'usage') {
+      usage.set(`${rec.organization_id}/${rec.day}`, rec);
     } else if (rec.kind === 'insert') {
       inserts.set(rec.job.id, { row: { ...rec.job, errors: [...rec.job.errors] }, conflictKey: rec.conflictKey });
     } else {
@@ -79,6 +82,15 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
     ctes.push(`qd AS (
       DELETE FROM queues WHERE (organization_id, name) IN (
         SELECT * FROM unnest(${p(dropped.map((q) => q.organization_id), 'uuid')}, ${p(dropped.map((q) => q.name), 'text')})))`);
+  }
+
+  if (usage.size > 0) {
+    const us = [...usage.values()];
+    ctes.push(`ud AS (
+      INSERT INTO usage_daily (organization_id, day, jobs_created)
+      SELECT * FROM unnest(${p(us.map((u) => u.organization_id), 'uuid')}, ${p(us.map((u) => u.day), 'date')},
+        ${p(us.map((u) => u.jobs_created), 'int')})
+      ON CONFLICT (organization_id, day) DO UPDATE SET jobs_created = EXCLUDED.jobs_created)`);
   }
 
   if (inserts.size > 0) {
@@ -133,8 +145,8 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
 
   if (selects.length === 0) selects.push(`SELECT NULL::text AS k, NULL::uuid AS id, NULL::jsonb AS row WHERE false`);
   const sql = `WITH ${ctes.join(',\n')}\n${selects.join('\nUNION ALL\n')}`;
-  // Fifteen shapes of statement at most (which CTEs are present): each is prepared once per connection.
-  const shape = `commit_${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${inserts.size > 0 ? 'i' : ''}${updates.size > 0 ? 'u' : ''}`;
+  // One shape of statement per combination of CTEs present: each is prepared once per connection.
+  const shape = `commit_${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${usage.size > 0 ? 'n' : ''}${inserts.size > 0 ? 'i' : ''}${updates.size > 0 ? 'u' : ''}`;
   const result = await store.query<{ k: string; id: string; row: Record<string, unknown> | null }>(sql, params, shape);
 
   const out: CommitOutput = { rows: new Map(), inserted: new Set() };

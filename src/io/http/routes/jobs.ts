@@ -8,6 +8,7 @@ import { presentJob } from '../present.js';
 import { CreatedJob, Job } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
+import type { Admission } from '../../../runtime/quotas.js';
 import { reviveJobs, type Services } from './services.js';
 
 export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/;
@@ -123,51 +124,85 @@ export function jobRoutes(s: Services): Route[] {
     return queue;
   };
 
-  /** Enqueues one validated definition: 201 with the new job, or 200 with the job holding its idempotency key. */
-  const enqueueOne = async (org: string, body: Static<typeof JobDefinition>): Promise<Response> => {
-    const tags = Array.isArray(body.tags) ? Object.fromEntries(body.tags.map((t) => [t, ''])) : (body.tags ?? {});
-    const input: EnqueueInput = {
+  /** A validated definition, compiled for the queue actor (422 on a bad time or URL). */
+  const compile = (body: Static<typeof JobDefinition>): { queue: string; input: EnqueueInput; bytes: number } => ({
+    queue: body.queue_name,
+    bytes: Buffer.byteLength(JSON.stringify(body.payload)),
+    input: {
       payload: body.payload,
       priority: body.priority ?? 0,
       max_retries: body.max_retries ?? null,
       timeout_seconds: body.timeout_seconds ?? null,
       scheduled_at: parseTime('scheduled_at', body.scheduled_at),
       idempotency_key: body.idempotency_key ?? null,
-      tags,
+      tags: Array.isArray(body.tags) ? Object.fromEntries(body.tags.map((t) => [t, ''])) : (body.tags ?? {}),
       completion_webhook: parseWebhook(body.completion_webhook),
       completion_webhook_secret: body.completion_webhook_secret ?? null,
-    };
-    const reply = await s.pool.ask<EnqueueReply>(org, body.queue_name, 'enqueue', input);
+    },
+  });
+
+  /**
+   * Enqueues one admitted job: 201 with the new job, or 200 with the job holding its idempotency key. A job
+   * that was not created gives its admission back.
+   */
+  const submit = async (org: string, queue: string, input: EnqueueInput, admission: Admission): Promise<Response> => {
+    let reply: EnqueueReply;
+    try {
+      reply = await s.pool.ask<EnqueueReply>(org, queue, 'enqueue', input);
+    } catch (err) {
+      s.quotas.releaseJobs(org, admission, 1);
+      throw err;
+    }
     if (reply.created) {
-      s.places.remember(org, reply.job.id, body.queue_name);
+      s.places.remember(org, reply.job.id, queue);
       return { status: 201, body: { ...presentJob(reply.job as unknown as Record<string, unknown>), created: true } };
     }
+    s.quotas.releaseJobs(org, admission, 1);
     const existing = await getJobByKey(s.store, org, reply.idempotency_key);
     if (!existing) throw new AppError('UNAVAILABLE', 'The job holding this idempotency key could not be read; retry');
     return { status: 200, body: { ...presentJob(existing), created: false } };
   };
 
-  const enqueue = (req: Request): Promise<Response> => enqueueOne(req.principal.organizationId, EnqueueBody(req.body));
+  const enqueue = async (req: Request): Promise<Response> => {
+    const org = req.principal.organizationId;
+    const { queue, input, bytes } = compile(EnqueueBody(req.body));
+    return submit(org, queue, input, await s.quotas.admitJobs(org, [bytes]));
+  };
 
-  /** Items are validated one by one: an invalid item is reported without sinking the valid ones. */
+  /**
+   * Items are validated one by one: an invalid item is reported without sinking the valid ones. The valid ones
+   * are admitted together (a quota that cannot take them all refuses the request).
+   */
   const bulk = async (req: Request): Promise<Response> => {
     const { jobs, ...defaults } = BulkBody(Array.isArray(req.body) ? { jobs: req.body } : req.body);
     const org = req.principal.organizationId;
-    const outcomes = await Promise.all(
-      jobs.map(async (item, index) => {
-        try {
-          const merged = item !== null && typeof item === 'object' && !Array.isArray(item) ? { ...defaults, ...item } : item;
-          const r = await enqueueOne(org, EnqueueBody(merged));
-          const job = r.body as { id: string; created: boolean };
-          return { index, id: job.id, created: job.created };
-        } catch (err) {
-          if (!(err instanceof AppError) || err.status >= 500) throw err;
-          return { index, error: err.toBody() };
+    const failed: Array<{ index: number; error: Record<string, unknown> }> = [];
+    const valid: Array<{ index: number } & ReturnType<typeof compile>> = [];
+    jobs.forEach((item, index) => {
+      try {
+        const merged = item !== null && typeof item === 'object' && !Array.isArray(item) ? { ...defaults, ...item } : item;
+        valid.push({ index, ...compile(EnqueueBody(merged)) });
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        failed.push({ index, error: err.toBody() });
+      }
+    });
+    const succeeded: Array<{ index: number; id: string; created: boolean }> = [];
+    if (valid.length > 0) {
+      const admission = await s.quotas.admitJobs(org, valid.map((v) => v.bytes));
+      const outcomes = await Promise.allSettled(valid.map((v) => submit(org, v.queue, v.input, admission)));
+      outcomes.forEach((o, i) => {
+        const index = valid[i]!.index;
+        if (o.status === 'fulfilled') {
+          const job = o.value.body as { id: string; created: boolean };
+          succeeded.push({ index, id: job.id, created: job.created });
+        } else {
+          const err = o.reason instanceof AppError ? o.reason : new AppError('INTERNAL');
+          failed.push({ index, error: err.toBody() });
         }
-      }),
-    );
-    const succeeded = outcomes.filter((o): o is { index: number; id: string; created: boolean } => 'id' in o);
-    const failed = outcomes.filter((o) => 'error' in o);
+      });
+    }
+    failed.sort((a, b) => a.index - b.index);
     return {
       status: 200,
       body: { succeeded, failed, total: jobs.length, success_count: succeeded.length, failure_count: failed.length },

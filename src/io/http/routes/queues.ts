@@ -45,11 +45,18 @@ export function queueRoutes(s: Services): Route[] {
     const body = CreateBody(req.body);
     const name = body.name ?? body.queue_name;
     if (!name) throw validationError([{ field: 'name', message: 'is required' }]);
-    const reply = await s.pool.ask<QueueView>(req.principal.organizationId, name, 'createQueue', {
-      max_retries: body.max_retries ?? null,
-      lease_duration_secs: body.lease_duration_secs ?? null,
-    });
-    return { status: 201, body: presentQueue(reply) };
+    const org = req.principal.organizationId;
+    await s.quotas.reserve(org, 'queues');
+    try {
+      const reply = await s.pool.ask<QueueView>(org, name, 'createQueue', {
+        max_retries: body.max_retries ?? null,
+        lease_duration_secs: body.lease_duration_secs ?? null,
+      });
+      return { status: 201, body: presentQueue(reply) };
+    } catch (err) {
+      s.quotas.release(org, 'queues');
+      throw err;
+    }
   };
 
   const ok = (description: string) => ({ 200: { description, schema: Queue } });

@@ -6,7 +6,10 @@ import type { Clock } from '../../../clock.js';
 import type { Config } from '../../../config.js';
 import type { ActorPool } from '../../../runtime/actor-pool.js';
 import type { JobPlaces } from '../../../runtime/job-places.js';
+import type { Quotas } from '../../../runtime/quotas.js';
 import type { TerminalJob } from '../../db/sql/terminalJobs.js';
+import type { Mailer } from '../../mail/mailer.js';
+import type { Authenticator } from '../auth.js';
 import type { Store } from '../../db/store.js';
 
 export interface Services {
@@ -16,9 +19,13 @@ export interface Services {
   pool: ActorPool;
   store: Store;
   places: JobPlaces;
+  /** Credentials: key lookups, JWTs, revocation (the key and token routes change what it caches). */
+  auth: Authenticator;
+  mailer: Mailer;
+  quotas: Quotas;
 }
 
-/** Revives terminal jobs of one queue through its actor (job retry and DLQ retry). */
+/** Revives terminal jobs of one queue through its actor (job retry and DLQ retry); each counts as a creation. */
 export async function reviveJobs(
   s: Services,
   organizationId: string,
@@ -26,7 +33,9 @@ export async function reviveJobs(
   jobs: TerminalJob[],
   from: JobStatus[],
 ): Promise<ReviveOutcome[]> {
-  const outcomes = await s.pool.ask<ReviveOutcome[]>(organizationId, queue, 'revive', {
+  const admission = await s.quotas.admitJobs(organizationId, jobs.map(() => 0));
+  const outcomes = await s.pool
+    .ask<ReviveOutcome[]>(organizationId, queue, 'revive', {
     jobs: jobs.map(({ id, priority, max_retries, timeout_seconds, last_error, idempotency_key }) => ({
       id,
       priority,
@@ -35,8 +44,13 @@ export async function reviveJobs(
       last_error,
       idempotency_key,
     })),
-    from,
-  });
+      from,
+    })
+    .catch((err) => {
+      s.quotas.releaseJobs(organizationId, admission, jobs.length);
+      throw err;
+    });
+  s.quotas.releaseJobs(organizationId, admission, outcomes.filter((o) => !o.revived).length);
   for (const o of outcomes) if (o.revived) s.places.remember(organizationId, o.id, queue);
   return outcomes;
 }

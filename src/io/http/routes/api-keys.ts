@@ -1,0 +1,181 @@
+// API key routes: create (the key is in this answer only), list, get, revoke. All need `*`: a key that could
+// mint keys could grant itself any permission. Keys are never shown again, nor their digests; the prefix
+// (`svc_test_AbCd…`) is what tells them apart in a list.
+import { randomUUID } from 'node:crypto';
+import Type, { type Static } from 'typebox';
+import { newApiKey } from '../../../actors/org/api-key.js';
+import { notFound } from '../../../errors.js';
+import { createApiKey } from '../../db/sql/createApiKey.js';
+import { getApiKey, listApiKeys, type ApiKeyRow } from '../../db/sql/listApiKeys.js';
+import { revokeApiKey } from '../../db/sql/revokeApiKey.js';
+import { PERMISSIONS } from '../auth.js';
+import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
+import { isoOf } from '../present.js';
+import type { Request, Response, Route } from '../router.js';
+import { validator } from '../validate.js';
+import type { Services } from './services.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const Permission = Type.Union([
+  Type.Literal('*'),
+  Type.Literal('jobs:read'),
+  Type.Literal('jobs:write'),
+  Type.Literal('queues:read'),
+  Type.Literal('queues:write'),
+  Type.Literal('dlq:read'),
+  Type.Literal('dlq:write'),
+]);
+// PERMISSIONS (auth.ts) is the list; this line stops compiling if one of its names is missing above.
+PERMISSIONS satisfies ReadonlyArray<Static<typeof Permission>>;
+export const Permissions = Type.Array(Permission, { minItems: 1, maxItems: PERMISSIONS.length, uniqueItems: true });
+
+const CreateBody = validator(
+  Type.Object({
+    name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
+    permissions: Type.Optional(Permissions),
+  }),
+);
+
+/** Keyset over (created_at, id), newest first. */
+const KEYS_CURSOR = cursorCodec('api-keys', ['time', 'uuid']);
+
+const Time = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+export const ApiKey = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  key_prefix: Type.String({ description: 'the first 16 characters of the key' }),
+  permissions: Type.Array(Type.String()),
+  status: Type.Union([Type.Literal('active'), Type.Literal('revoked')]),
+  created_at: Type.String({ format: 'date-time' }),
+  last_used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description: 'coarse: written at most every 5 minutes per key, so a working key may look idle',
+  }),
+  revoked_at: Time,
+});
+const CreatedKey = Type.Object({
+  id: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  key: Type.String({ description: 'the API key; shown in this answer only' }),
+  key_prefix: Type.String(),
+  permissions: Type.Array(Type.String()),
+  created_at: Type.String({ format: 'date-time' }),
+});
+
+export function presentApiKey(row: ApiKeyRow): Record<string, unknown> {
+  return {
+    id: row.id,
+    name: row.name,
+    key_prefix: row.key_prefix,
+    permissions: row.permissions,
+    status: row.revoked_at === null ? 'active' : 'revoked',
+    created_at: isoOf(row.created_at),
+    last_used_at: isoOf(row.last_used_at),
+    revoked_at: isoOf(row.revoked_at),
+  };
+}
+
+export function apiKeyRoutes(s: Services): Route[] {
+  const keyOf = async (req: Request): Promise<ApiKeyRow> => {
+    const id = req.params.id!;
+    const row = UUID.test(id) ? await getApiKey(s.store, req.principal.organizationId, id.toLowerCase()) : null;
+    if (!row) throw notFound('API key');
+    return row;
+  };
+
+  const create = async (req: Request): Promise<Response> => {
+    const body = CreateBody(req.body);
+    const { key, digest, prefix } = newApiKey(s.config.production);
+    const org = req.principal.organizationId;
+    await s.quotas.reserve(org, 'api_keys');
+    const row = await createApiKey(s.store, {
+      id: randomUUID(),
+      organizationId: org,
+      name: body.name,
+      digest,
+      prefix,
+      // `*` already grants everything: a list holding it is just `*`.
+      permissions: body.permissions === undefined || body.permissions.includes('*') ? ['*'] : body.permissions,
+      at: new Date(s.clock.now()),
+    }).catch((err) => {
+      s.quotas.release(org, 'api_keys');
+      throw err;
+    });
+    return {
+      status: 201,
+      body: { id: row.id, name: row.name, key, key_prefix: row.key_prefix, permissions: row.permissions, created_at: isoOf(row.created_at) },
+    };
+  };
+
+  const list = async (req: Request): Promise<Response> => {
+    const limit = parseLimit(req.query);
+    const after = readCursor(req.query, KEYS_CURSOR);
+    const rows = await listApiKeys(s.store, req.principal.organizationId, after, limit);
+    return pageResponse(req, rows, limit, KEYS_CURSOR, (r) => [r.cursor_at, r.id], presentApiKey);
+  };
+
+  const get = async (req: Request): Promise<Response> => ({ status: 200, body: presentApiKey(await keyOf(req)) });
+
+  const revoke = async (req: Request): Promise<Response> => {
+    const id = req.params.id!;
+    const done = UUID.test(id) ? await revokeApiKey(s.store, req.principal.organizationId, id.toLowerCase(), new Date(s.clock.now())) : null;
+    if (!done) throw notFound('API key');
+    // Committed: from now on this node refuses the key and the JWTs issued from it, and it stops counting.
+    s.auth.revokeKey(done.key.id);
+    if (done.revokedNow) s.quotas.release(req.principal.organizationId, 'api_keys');
+    return { status: 200, body: presentApiKey(done.key) };
+  };
+
+  return [
+    {
+      method: 'POST',
+      path: '/api/v1/api-keys',
+      permission: '*',
+      handler: create,
+      doc: {
+        summary: 'Create an API key of the organization (the key is shown in this answer only)',
+        description: `permissions default to ["*"]; each is one of ${PERMISSIONS.join(', ')}.`,
+        body: CreateBody.schema,
+        responses: { 201: { description: 'The new key, with its secret value', schema: CreatedKey } },
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/api-keys',
+      permission: '*',
+      handler: list,
+      doc: {
+        summary: "List the organization's API keys, newest first, a page at a time",
+        query: {
+          limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
+          cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
+        },
+        responses: {
+          200: {
+            description: 'A page of keys (revoked ones included), without their secret values',
+            schema: Type.Array(ApiKey),
+            headers: { 'X-Next-Cursor': 'absent on the last page', Link: '<…&cursor={next}>; rel="next"; absent on the last page' },
+          },
+        },
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/api-keys/:id',
+      permission: '*',
+      handler: get,
+      doc: { summary: 'Get an API key (never its secret value)', responses: { 200: { description: 'The key', schema: ApiKey } } },
+    },
+    {
+      method: 'DELETE',
+      path: '/api/v1/api-keys/:id',
+      permission: '*',
+      handler: revoke,
+      doc: {
+        summary: 'Revoke an API key: it and every JWT issued from it stop working at once',
+        description: 'Revoking a revoked key answers the key as it is (its first revocation time).',
+        responses: { 200: { description: 'The revoked key', schema: ApiKey } },
+      },
+    },
+  ];
+}
