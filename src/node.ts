@@ -140,7 +140,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const auth = new Authenticator({ store, clock, tokens, log });
     await auth.start();
     mailer = createMailer(config, log);
-    const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas: new Quotas(pool), auth, mailer };
+    const quotas = new Quotas(pool, clock);
+    const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer };
     const limiter = new RateLimiter(store, clock, config.planOverrides);
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const router = new Router().add(
@@ -196,6 +197,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
           await retention.stop();
           await calls.stop();
           await m.close();
+          quotas.stop(); // unused admission credit goes back before the actor threads drain
           await p.stop();
           await setup.close();
         })()),

@@ -240,7 +240,7 @@ function handleOrg(m: Ask, actor: OrgActor): unknown {
   switch (m.op) {
     case 'admit':
       actor.admitJobs(a.n, a.payloadBytes, fx);
-      return { day: actor.today(fx.now) };
+      return { day: actor.today(fx.now), granted: actor.grant(a.credit ?? 0, fx), payloadCap: actor.payloadCap };
     case 'releaseJobs':
       return actor.releaseJobs(a.n, a.day, fx);
     case 'jobsFinished':

@@ -1,8 +1,18 @@
-// The main thread's door to the organizations' quota actors. Admissions are asks (answered without waiting for
-// a commit); releases and the counters fed by committed events are tells, batched per turn.
-import type { CountedResource, Usage } from '../actors/org/org-actor.js';
+// The main thread's door to the organizations' quota actors.
+//
+// Admitting a job is on the enqueue path, and a round trip to the quota actor's thread per job cost a third of
+// the enqueue throughput (measured: 4,800 vs 7,100 jobs/s). So each admission that goes to the actor also asks
+// for credit: jobs admitted ahead (at most a quarter of what the quotas have left, see OrgActor.grant) that this
+// thread then hands out without asking. Near a limit the grant is 0 and every admission goes to the actor, one
+// at a time, which keeps the limit exact. A refusal is only final when this thread holds no credit either.
+// Credit unused for a second, from an earlier UTC day, or held across a plan change goes back to the actor.
+//
+// Releases and the counters fed by committed events are tells, batched per turn.
+import { utcDay, type CountedResource, type Usage } from '../actors/org/org-actor.js';
 import type { LimitOverrides, PlanTier } from '../actors/org/plans.js';
 import type { DomainEvent } from '../actors/records.js';
+import type { Clock } from '../clock.js';
+import { AppError } from '../errors.js';
 import type { ActorPool } from './actor-pool.js';
 import { ORG_ACTOR } from './protocol.js';
 
@@ -12,15 +22,50 @@ export interface Admission {
   day: string;
 }
 
+interface Credit {
+  day: string;
+  jobs: number;
+  payloadCap: number | null;
+  usedAt: number;
+}
+
+const CREDIT_ASK = 64;
+const CREDIT_IDLE_MS = 1_000;
+
 export class Quotas {
-  constructor(private readonly pool: ActorPool) {
+  private readonly credits = new Map<string, Credit>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly pool: ActorPool,
+    private readonly clock: Clock,
+  ) {
     pool.onEvents((events) => this.onEvents(events));
+    this.timer = setInterval(() => this.returnIdle(Date.now() - CREDIT_IDLE_MS), CREDIT_IDLE_MS);
+    this.timer.unref();
   }
 
   /** Payload cap (413), then jobs per day and active jobs (429), for n jobs at once. */
   async admitJobs(organizationId: string, payloadBytes: number[]): Promise<Admission> {
-    const { day } = await this.pool.ask<{ day: string }>(organizationId, ORG_ACTOR, 'admit', { n: payloadBytes.length, payloadBytes });
-    return { n: payloadBytes.length, day };
+    const n = payloadBytes.length;
+    const fromCredit = this.take(organizationId, payloadBytes);
+    if (fromCredit) return fromCredit;
+    try {
+      const r = await this.pool.ask<{ day: string; granted: number; payloadCap: number | null }>(organizationId, ORG_ACTOR, 'admit', {
+        n,
+        payloadBytes,
+        credit: CREDIT_ASK,
+      });
+      this.add(organizationId, r.day, r.granted, r.payloadCap);
+      return { n, day: r.day };
+    } catch (err) {
+      // Credit granted to a concurrent admission meanwhile is room the actor no longer sees.
+      if (err instanceof AppError && err.code === 'QUOTA_EXCEEDED') {
+        const late = this.take(organizationId, payloadBytes);
+        if (late) return late;
+      }
+      throw err;
+    }
   }
 
   /** n of the admitted jobs were not created (duplicates, failures). */
@@ -36,16 +81,65 @@ export class Quotas {
     this.pool.tell(organizationId, ORG_ACTOR, 'counted', { resource, delta: -1 });
   }
 
-  usage(organizationId: string): Promise<Usage> {
-    return this.pool.ask<Usage>(organizationId, ORG_ACTOR, 'usage', {});
+  /** The actor's figures less the credit this thread holds (admitted ahead, not yet used). */
+  async usage(organizationId: string): Promise<Usage> {
+    const u = await this.pool.ask<Usage>(organizationId, ORG_ACTOR, 'usage', {});
+    const c = this.credits.get(organizationId);
+    const held = c && c.day === u.day ? c.jobs : 0;
+    return { ...u, jobs_today: u.jobs_today - held, active_jobs: u.active_jobs - held };
   }
 
   async setPlan(organizationId: string, plan: PlanTier, overrides: LimitOverrides): Promise<void> {
+    this.giveBack(organizationId);
     await this.pool.ask(organizationId, ORG_ACTOR, 'setPlan', { plan, overrides });
   }
 
   async resetUsage(organizationId: string): Promise<void> {
+    this.giveBack(organizationId);
     await this.pool.ask(organizationId, ORG_ACTOR, 'resetUsage', {});
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.returnIdle(Infinity);
+  }
+
+  private take(organizationId: string, payloadBytes: number[]): Admission | null {
+    const c = this.credits.get(organizationId);
+    if (!c) return null;
+    const day = utcDay(this.clock.now());
+    if (c.day !== day) {
+      this.giveBack(organizationId);
+      return null;
+    }
+    // An oversized payload goes to the actor, which answers the 413 with its figures.
+    if (c.jobs < payloadBytes.length || (c.payloadCap !== null && payloadBytes.some((b) => b > c.payloadCap!))) return null;
+    c.jobs -= payloadBytes.length;
+    c.usedAt = Date.now();
+    return { n: payloadBytes.length, day };
+  }
+
+  private add(organizationId: string, day: string, jobs: number, payloadCap: number | null): void {
+    const c = this.credits.get(organizationId);
+    if (c && c.day !== day) this.giveBack(organizationId);
+    const cur = this.credits.get(organizationId);
+    if (cur) {
+      cur.jobs += jobs;
+      cur.payloadCap = payloadCap;
+    } else if (jobs > 0) {
+      this.credits.set(organizationId, { day, jobs, payloadCap, usedAt: Date.now() });
+    }
+  }
+
+  private giveBack(organizationId: string): void {
+    const c = this.credits.get(organizationId);
+    if (!c) return;
+    this.credits.delete(organizationId);
+    this.releaseJobs(organizationId, { n: c.jobs, day: c.day }, c.jobs);
+  }
+
+  private returnIdle(before: number): void {
+    for (const [org, c] of this.credits) if (c.usedAt <= before) this.giveBack(org);
   }
 
   private onEvents(events: DomainEvent[]): void {

@@ -7,6 +7,7 @@
 //
 // Messages:
 //   admitJobs(n, payload sizes)  payload cap (413), then jobs_per_day and active_jobs (429); both counters +n
+//   grant(max)                   admission credit for a main thread (see grant below)
 //   releaseJobs(n, today)        an admitted job that was not created after all (duplicate key, failure)
 //   jobsFinished(n)              live jobs reached a terminal state (tell, from the queue actors' events)
 //   reserve / release(resource)  a countable resource (429 at the limit)
@@ -70,6 +71,29 @@ export class OrgActor {
     this.s.jobsToday += n;
     this.s.activeJobs += n;
     this.persist(fx);
+  }
+
+  /**
+   * Admits up to `max` jobs ahead of time for a node's main thread to hand out without asking (an admission
+   * credit): at most a quarter of what is left under both job quotas, so near a limit the grant is 0 and every
+   * admission comes here, one at a time. Unused credit comes back through releaseJobs.
+   */
+  grant(max: number, fx: Effects): number {
+    const left = (resource: 'jobs_per_day' | 'active_jobs', used: number) => {
+      const limit = this.limits[resource];
+      return limit === null ? Infinity : limit - used;
+    };
+    const n = Math.max(0, Math.min(max, Math.floor(Math.min(left('jobs_per_day', this.s.jobsToday), left('active_jobs', this.s.activeJobs)) / 4)));
+    if (n > 0) {
+      this.s.jobsToday += n;
+      this.s.activeJobs += n;
+      this.persist(fx);
+    }
+    return n;
+  }
+
+  get payloadCap(): number | null {
+    return this.limits.max_payload_bytes;
   }
 
   /** `day`: the day the jobs were admitted on (they are not taken off a later day's count). */
