@@ -86,11 +86,6 @@ export async function orgOf(n: TestNode, key: string): Promise<string> {
   return rows[0]!.organization_id;
 }
 
-/** Sets an organization's plan. */
-export async function setPlan(n: TestNode, organizationId: string, plan: string): Promise<void> {
-  await n.node.store.query('UPDATE organizations SET plan = $2 WHERE id = $1', [organizationId, plan]);
-}
-
 /** The target of a `Link: <…>; rel="next"` header. */
 export function nextLink(r: ApiResponse): string | null {
   const link = r.headers.get('link');

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { startTestNode, type Api, type ApiResponse, type TestNode } from './helpers.js';
-import { assertError, assertInvalid, insertKey, nextLink, orgOf, setPlan } from './http-assert.js';
+import { assertError, assertInvalid, insertKey, nextLink, orgOf } from './http-assert.js';
 
 const QUEUES = '/api/v1/queues';
 const T0 = Date.UTC(2030, 0, 1);
@@ -19,8 +19,6 @@ before(async () => {
   clock = new ManualClock(T0);
   n = await startTestNode({ clock });
   api = n.api;
-  // Plan quotas (queues, active jobs) are not what these tests measure.
-  await setPlan(n, await orgOf(n, api.key), 'enterprise');
 });
 after(() => n.stop());
 
