@@ -84,7 +84,9 @@ export interface CommitOutput {
 /** What other actors hear of a change, once it is committed (quota counters now; streams later). */
 export type DomainEvent =
   | { type: 'job.finished'; organization_id: string; queue_name: string; job_id: string; status: 'completed' | 'deadletter' | 'cancelled' }
-  | { type: 'queue.created' | 'queue.deleted'; organization_id: string; queue_name: string };
+  | { type: 'queue.created' | 'queue.deleted'; organization_id: string; queue_name: string }
+  /** An organization's quota actor was (re)built from rows: admission credit handed out before is not in it. */
+  | { type: 'org.loaded'; organization_id: string };
 
 /** What an actor needs from its thread: the time, a journal to write to, and events to publish after commit. */
 export interface Effects {

@@ -131,6 +131,7 @@ async function build(organizationId: string, queueName: string): Promise<Actor> 
   if (queueName === ORG_ACTOR) {
     const snapshot = await loadOrganization(store, organizationId, clock.now());
     if (!snapshot) throw new AppError('NOT_FOUND', 'Organization not found');
+    send({ id: -1, ok: true, events: [{ type: 'org.loaded', organization_id: organizationId }] });
     return new OrgActor(organizationId, init.config.planOverrides, snapshot);
   }
   const { queue, live } = await loadQueue(store, organizationId, queueName);

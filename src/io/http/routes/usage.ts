@@ -9,6 +9,7 @@ import { organizationPlan } from '../../db/sql/organizationPlans.js';
 import { readUsageDay } from '../../db/sql/readUsageDay.js';
 import { setOrganizationPlan } from '../../db/sql/setOrganizationPlan.js';
 import { requireAdmin } from '../admin.js';
+import { ANY_CREDENTIAL } from '../auth.js';
 import type { RateLimiter } from '../rate-limit.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
@@ -78,7 +79,7 @@ export function usageRoutes(s: Services, extra: { limiter: RateLimiter; apiCalls
     {
       method: 'GET',
       path: '/api/v1/organizations/usage',
-      permission: 'authenticated',
+      permission: ANY_CREDENTIAL,
       handler: usage,
       doc: { summary: "The organization's plan, quota usage and today's API calls", responses: { 200: { description: 'Usage' } } },
     },
