@@ -47,8 +47,4 @@ export class Heap<T> {
     }
     return top;
   }
-
-  clear(): void {
-    this.items.length = 0;
-  }
 }

@@ -24,14 +24,6 @@ interface Group {
   events: DomainEvent[];
 }
 
-export interface JournalStats {
-  commits: number;
-  records: number;
-  failures: number;
-  lastBatch: number;
-  commitMsTotal: number;
-}
-
 const EMPTY: CommitOutput = { rows: new Map(), inserted: new Set() };
 const newGroup = (): Group => ({ records: [], actors: new Set(), replies: [], events: [] });
 
@@ -40,7 +32,6 @@ export class Journal {
   private inflight: Group | null = null;
   private flushQueued = false;
   private idleWaiters: Array<() => void> = [];
-  readonly stats: JournalStats = { commits: 0, records: 0, failures: 0, lastBatch: 0, commitMsTotal: 0 };
 
   constructor(
     private readonly commit: (records: JournalRecord[]) => Promise<CommitOutput>,
@@ -99,21 +90,15 @@ export class Journal {
     }
     this.current = newGroup();
     this.inflight = g;
-    const started = performance.now();
     this.commit(g.records).then(
       (out) => {
         this.inflight = null;
-        this.stats.commits++;
-        this.stats.records += g.records.length;
-        this.stats.lastBatch = g.records.length;
-        this.stats.commitMsTotal += performance.now() - started;
         for (const w of g.replies) w.ok(out);
         if (g.events.length > 0) this.publish(g.events);
         this.flush();
       },
       (err: unknown) => {
         this.inflight = null;
-        this.stats.failures++;
         const next = this.current;
         this.current = newGroup();
         const lost = new Set([...g.actors, ...next.actors]);

@@ -12,6 +12,7 @@ import type { Store } from '../db/store.js';
 import { organizationPlan } from '../db/sql/organizationPlans.js';
 
 const LIMITS_TTL_MS = 30_000;
+const MAX_WINDOWS = 10_000;
 
 interface Window {
   rate: number | null;
@@ -102,6 +103,8 @@ export class RateLimiter {
   private load(organizationId: string, now: number): Promise<Window> {
     let p = this.loading.get(organizationId);
     if (!p) {
+      // Organizations that stopped calling go, or the map would keep every organization ever seen.
+      if (this.windows.size >= MAX_WINDOWS) for (const [org, w] of this.windows) if (w.until + 60_000 <= now) this.windows.delete(org);
       p = organizationPlan(this.store, organizationId)
         .then((row) => {
           const plan = row && isPlanTier(row.plan) ? row.plan : 'free';
