@@ -8,9 +8,10 @@ import { startTestNode, type Api, type TestNode } from './helpers.js';
 import { assertError, insertKey } from './http-assert.js';
 
 const clock = new ManualClock(Date.UTC(2030, 5, 1, 23, 0));
+const ADMIN = 'admin-key-for-quota-tests';
 let n: TestNode;
 before(async () => {
-  n = await startTestNode({ clock });
+  n = await startTestNode({ clock, env: { ADMIN_API_KEY: ADMIN } });
 });
 after(() => n.stop());
 
@@ -119,6 +120,29 @@ describe('quotas', () => {
     assert.equal((await api.delete(`/api/v1/api-keys/${made[0]!.body.id}`)).status, 200, 'revoking twice frees one slot');
     assert.equal((await api.post('/api/v1/api-keys', { name: 'after-revoke' })).status, 201);
     assertError(await api.post('/api/v1/api-keys', { name: 'one-more' }), 429, 'QUOTA_EXCEEDED', QUOTA_EXTRAS);
+  });
+
+  test('an admin limit change applies at once, admission credit included', async () => {
+    const { api, id } = await org('pro', { rate_per_second: null, burst: null });
+    // Far from the limits: the main thread now holds admission credit for this organization.
+    for (let i = 0; i < 3; i++) await api.enqueue({ queue_name: 'credit' });
+    const admin = (body: unknown) => n.api.as('').call('PUT', `/api/v1/admin/organizations/${id}/limits`, body, { 'x-admin-key': ADMIN });
+    assertError(await n.api.as('').call('PUT', `/api/v1/admin/organizations/${id}/limits`, { limits: {} }), 401, 'UNAUTHORIZED');
+    const r = await admin({ limits: { active_jobs: 4, rate_per_second: null, burst: null } });
+    assert.equal(r.status, 200);
+    assert.equal((await api.post('/api/v1/jobs', { queue_name: 'credit', payload: {} })).status, 201);
+    const over = await api.post('/api/v1/jobs', { queue_name: 'credit', payload: {} });
+    assertError(over, 429, 'QUOTA_EXCEEDED', QUOTA_EXTRAS);
+    assert.equal(over.body.current, 4, 'credit handed out before the change is not counted as used');
+    const usage = await api.get('/api/v1/organizations/usage');
+    assert.deepEqual(usage.body.usage.active_jobs, { current: 4, limit: 4, percentage: 100 });
+    assert.equal(usage.body.usage.jobs_today.current, 4);
+
+    const plan = await n.api.as('').call('PUT', `/api/v1/admin/organizations/${id}/plan`, { plan: 'enterprise' }, { 'x-admin-key': ADMIN });
+    assert.equal(plan.status, 200);
+    assert.equal((await api.post('/api/v1/jobs', { queue_name: 'credit', payload: {} })).status, 429, 'the override still wins');
+    await admin({ limits: { rate_per_second: null, burst: null } });
+    assert.equal((await api.post('/api/v1/jobs', { queue_name: 'credit', payload: {} })).status, 201, 'enterprise: unlimited');
   });
 
   test('a payload above the plan cap is 413 with the figures', async () => {
