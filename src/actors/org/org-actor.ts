@@ -41,7 +41,19 @@ export interface Usage {
   counts: Record<CountedResource, number>;
 }
 
-export const utcDay = (ms: number): string => new Date(ms).toISOString().slice(0, 10);
+const DAY_MS = 86_400_000;
+let memoDay = NaN;
+let memoText = '';
+
+/** 'YYYY-MM-DD' of an instant, in UTC. Called on every request: the text is computed once per day. */
+export function utcDay(ms: number): string {
+  const day = Math.floor(ms / DAY_MS);
+  if (day !== memoDay) {
+    memoDay = day;
+    memoText = new Date(day * DAY_MS).toISOString().slice(0, 10);
+  }
+  return memoText;
+}
 
 export class OrgActor {
   private limits: PlanLimits;

@@ -76,7 +76,8 @@ export interface EnqueueInput {
 }
 
 export type EnqueueReply =
-  | { created: true; job: JobRow }
+  /** The new row without its payload, which the caller already has (no need to copy it back across threads). */
+  | { created: true; job: Omit<JobRow, 'payload'> }
   /** The key belongs to an existing job, which the caller reads from the store. */
   | { created: false; idempotency_key: string };
 
@@ -221,7 +222,8 @@ export class QueueActor {
     if (key === null) {
       this.place(job);
       this.feedWaiters(fx);
-      return () => ({ created: true, job: row });
+      const { payload: _sent, ...created } = row;
+      return () => ({ created: true, job: created });
     }
     return (out) => {
       if (this.jobs.get(id) !== job) return { created: false, idempotency_key: key };
@@ -233,7 +235,8 @@ export class QueueActor {
       job.status = row.status as LiveStatus;
       this.place(job);
       this.feedWaiters(fx);
-      return { created: true, job: row };
+      const { payload: _sent, ...created } = row;
+      return { created: true, job: created };
     };
   }
 

@@ -2,12 +2,12 @@
 // rows (active jobs, queues, keys). Jobs created today is the larger of the journaled daily count and the jobs
 // rows created today: the journal covers revived dead letters (no new row), the rows cover a count that was
 // admitted but whose journal write did not land before a crash.
-import type { OrgSnapshot } from '../../../actors/org/org-actor.js';
+import { utcDay, type OrgSnapshot } from '../../../actors/org/org-actor.js';
 import { isPlanTier, type LimitOverrides } from '../../../actors/org/plans.js';
 import type { Store } from '../store.js';
 
 export async function loadOrganization(store: Store, organizationId: string, now: number): Promise<OrgSnapshot | null> {
-  const day = new Date(now).toISOString().slice(0, 10);
+  const day = utcDay(now);
   const rows = await store.query(
     `SELECT o.plan, o.limit_overrides,
             (SELECT count(*)::int FROM jobs j

@@ -155,7 +155,7 @@ export function jobRoutes(s: Services): Route[] {
     }
     if (reply.created) {
       s.places.remember(org, reply.job.id, queue);
-      return { status: 201, body: { ...presentJob(reply.job as unknown as Record<string, unknown>), created: true } };
+      return { status: 201, body: { ...presentJob({ ...reply.job, payload: input.payload }), created: true } };
     }
     s.quotas.releaseJobs(org, admission, 1);
     const existing = await getJobByKey(s.store, org, reply.idempotency_key);
