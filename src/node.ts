@@ -32,6 +32,7 @@ import { bootstrap } from './runtime/bootstrap.js';
 import { loadJwtSecret } from './runtime/jwt-secret.js';
 import { JobPlaces } from './runtime/job-places.js';
 import { Quotas } from './runtime/quotas.js';
+import { EventBus } from './runtime/event-bus.js';
 import { ApiCalls } from './runtime/api-calls.js';
 import { RateLimiter } from './io/http/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
@@ -141,7 +142,9 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     await auth.start();
     mailer = createMailer(config, log);
     const quotas = new Quotas(pool, clock);
-    const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer };
+    const events = new EventBus(clock, (err) => log.error('event listener failed', err));
+    pool.onEvents((e) => events.fromActors(e));
+    const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events };
     const limiter = new RateLimiter(store, clock, config.planOverrides);
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const router = new Router().add(

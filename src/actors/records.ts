@@ -81,9 +81,30 @@ export interface CommitOutput {
   inserted: Set<string>;
 }
 
-/** What other actors hear of a change, once it is committed (quota counters now; streams later). */
+/** The public names of job and queue activity (streams, outgoing webhooks). */
+export type JobEventName = 'job.created' | 'job.started' | 'job.completed' | 'job.failed' | 'job.cancelled';
+export type QueueEventName = 'queue.paused' | 'queue.resumed';
+
+/**
+ * What other actors and the main thread hear of a change, once it is committed: quota counters, streams and
+ * outgoing webhooks. `job.finished` is the quota view (a live job left the live states); `job` events are the
+ * public ones, with `data` holding what the event adds (result, error, worker_id, retry_count…).
+ */
 export type DomainEvent =
   | { type: 'job.finished'; organization_id: string; queue_name: string; job_id: string; status: 'completed' | 'deadletter' | 'cancelled' }
+  | {
+      type: 'job';
+      event: JobEventName;
+      organization_id: string;
+      queue_name: string;
+      job_id: string;
+      status: JobStatus;
+      at: number;
+      data?: Record<string, unknown>;
+      /** Published only if this job's insert took place (an idempotent insert may lose to an existing key). */
+      ifInserted?: boolean;
+    }
+  | { type: 'queue'; event: QueueEventName; organization_id: string; queue_name: string; at: number; data?: Record<string, unknown> }
   | { type: 'queue.created' | 'queue.deleted'; organization_id: string; queue_name: string }
   /** An organization's quota actor was (re)built from rows: admission credit handed out before is not in it. */
   | { type: 'org.loaded'; organization_id: string };

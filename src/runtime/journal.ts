@@ -94,7 +94,10 @@ export class Journal {
       (out) => {
         this.inflight = null;
         for (const w of g.replies) w.ok(out);
-        if (g.events.length > 0) this.publish(g.events);
+        if (g.events.length > 0) {
+          const events = g.events.filter((e) => !(e.type === 'job' && e.ifInserted && !out.inserted.has(e.job_id)));
+          if (events.length > 0) this.publish(events);
+        }
         this.flush();
       },
       (err: unknown) => {

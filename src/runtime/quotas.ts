@@ -148,7 +148,9 @@ export class Quotas {
       if (e.type === 'job.finished') finished.set(e.organization_id, (finished.get(e.organization_id) ?? 0) + 1);
       // Rebuilt from rows (a failed commit, a restarted thread): credit held here is not in its counts.
       else if (e.type === 'org.loaded') this.credits.delete(e.organization_id);
-      else this.pool.tell(e.organization_id, ORG_ACTOR, 'counted', { resource: 'queues', delta: e.type === 'queue.created' ? 1 : -1 });
+      else if (e.type === 'queue.created' || e.type === 'queue.deleted') {
+        this.pool.tell(e.organization_id, ORG_ACTOR, 'counted', { resource: 'queues', delta: e.type === 'queue.created' ? 1 : -1 });
+      }
     }
     for (const [org, n] of finished) this.pool.tell(org, ORG_ACTOR, 'jobsFinished', { n });
   }

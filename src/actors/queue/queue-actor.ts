@@ -27,7 +27,7 @@
 import { AppError } from '../../errors.js';
 import { Heap } from '../heap.js';
 import { leaseId as newLeaseId } from '../ids.js';
-import type { Effects, ErrorEntry, JobRow, JobState, JobStatus, QueueState, Reply } from '../records.js';
+import type { Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, QueueState, Reply } from '../records.js';
 
 export interface QueueSettings {
   /** Backoff unit: min(2^retry_count, 60) units before the next attempt. */
@@ -218,6 +218,7 @@ export class QueueActor {
     this.jobs.set(id, job);
     if (key !== null) this.keys.set(key, job);
     fx.write({ kind: 'insert', job: row, conflictKey: key !== null });
+    this.publish(fx, 'job.created', job.id, row.status, { priority: row.priority, scheduled_at: row.scheduled_at }, key !== null);
 
     if (key === null) {
       this.place(job);
@@ -279,6 +280,7 @@ export class QueueActor {
       result: input.result,
     });
     this.finished(job, 'completed', fx);
+    this.publish(fx, 'job.completed', job.id, 'completed', { worker_id: input.worker_id, result: input.result ?? null });
     return () => ({ id: job.id, status: 'completed', completed_at: now });
   }
 
@@ -304,6 +306,13 @@ export class QueueActor {
       fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status, completed_at: now }, errors: [entry] });
       this.finished(job, 'deadletter', fx);
     }
+    this.publish(fx, 'job.failed', job.id, status, {
+      worker_id: input.worker_id,
+      error: input.error,
+      retry_count: job.retry_count,
+      will_retry: status === 'scheduled',
+      next_run_at: status === 'scheduled' ? job.scheduled_at : null,
+    });
     const reply = {
       id: job.id,
       status,
@@ -338,6 +347,7 @@ export class QueueActor {
       state: { ...this.state(job, now), status: 'cancelled', completed_at: now, lease_id: null, lease_expires_at: null },
     });
     this.finished(job, 'cancelled', fx);
+    this.publish(fx, 'job.cancelled', id, 'cancelled');
     return () => ({ id, status: 'cancelled' });
   }
 
@@ -419,6 +429,7 @@ export class QueueActor {
   pause(reason: string | null, fx: Effects): Reply<QueueView> {
     const q = this.existing();
     this.writeQueue(fx, { ...q, paused: true, paused_reason: reason });
+    fx.emit({ type: 'queue', event: 'queue.paused', organization_id: this.organizationId, queue_name: this.name, at: fx.now, data: { reason } });
     // Parked claims would wait in vain: they are answered now, empty.
     for (const w of this.drainWaiters()) w.respond(() => ({ jobs: [] }));
     return this.viewReply();
@@ -427,6 +438,7 @@ export class QueueActor {
   resume(fx: Effects): Reply<QueueView> {
     const q = this.existing();
     this.writeQueue(fx, { ...q, paused: false, paused_reason: null });
+    fx.emit({ type: 'queue', event: 'queue.resumed', organization_id: this.organizationId, queue_name: this.name, at: fx.now });
     return this.viewReply();
   }
 
@@ -469,8 +481,10 @@ export class QueueActor {
       job.last_error = 'lease expired';
       job.lease_id = null;
       job.lease_expires_at = null;
+      const worker = job.assigned_worker_id;
       job.assigned_worker_id = null;
-      if (job.retry_count < job.max_retries) {
+      const retry = job.retry_count < job.max_retries;
+      if (retry) {
         job.retry_count++;
         job.status = 'pending';
         this.place(job);
@@ -481,6 +495,13 @@ export class QueueActor {
         fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status: 'deadletter', completed_at: now }, errors: [entry] });
         this.finished(job, 'deadletter', fx);
       }
+      this.publish(fx, 'job.failed', job.id, retry ? 'pending' : 'deadletter', {
+        worker_id: worker,
+        error: 'lease expired',
+        retry_count: job.retry_count,
+        will_retry: retry,
+        next_run_at: retry ? now : null,
+      });
     }
     if (promoted) this.feedWaiters(fx);
   }
@@ -506,6 +527,10 @@ export class QueueActor {
 
   private finished(job: LiveJob, status: 'completed' | 'deadletter' | 'cancelled', fx: Effects): void {
     fx.emit({ type: 'job.finished', organization_id: this.organizationId, queue_name: this.name, job_id: job.id, status });
+  }
+
+  private publish(fx: Effects, event: JobEventName, jobId: string, status: JobStatus, data?: Record<string, unknown>, ifInserted = false): void {
+    fx.emit({ type: 'job', event, organization_id: this.organizationId, queue_name: this.name, job_id: jobId, status, at: fx.now, data, ifInserted });
   }
 
   private writeQueue(fx: Effects, state: QueueState): void {
@@ -547,6 +572,7 @@ export class QueueActor {
       job.lease_expires_at = now + job.lease_ms;
       this.place(job);
       fx.write({ kind: 'update', id: job.id, state: this.state(job, now), returning: true });
+      this.publish(fx, 'job.started', job.id, 'processing', { worker_id: input.worker_id, attempt: job.retry_count + 1 });
       ids.push(job.id);
     }
     return ids;

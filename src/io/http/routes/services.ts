@@ -7,6 +7,7 @@ import type { Config } from '../../../config.js';
 import type { ActorPool } from '../../../runtime/actor-pool.js';
 import type { JobPlaces } from '../../../runtime/job-places.js';
 import type { Quotas } from '../../../runtime/quotas.js';
+import type { EventBus } from '../../../runtime/event-bus.js';
 import type { TerminalJob } from '../../db/sql/terminalJobs.js';
 import type { Mailer } from '../../mail/mailer.js';
 import type { Authenticator } from '../auth.js';
@@ -23,6 +24,8 @@ export interface Services {
   auth: Authenticator;
   mailer: Mailer;
   quotas: Quotas;
+  /** Public events of every organization, after commit: streams and outgoing webhooks listen here. */
+  events: EventBus;
 }
 
 /** Revives terminal jobs of one queue through its actor (job retry and DLQ retry); each counts as a creation. */

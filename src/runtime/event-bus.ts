@@ -1,0 +1,78 @@
+// The node's event bus: the public events of every organization (job and queue activity from the actor
+// threads, worker, schedule and workflow changes from the main thread), in the one envelope of DESIGN.md
+// §4, handed to whoever listens (SSE and WebSocket hubs, outgoing webhooks). Events are published after the
+// change they describe is committed.
+//
+// Subscribers are kept per organization, so fan-out costs nothing for organizations nobody watches; a
+// subscriber for all organizations (the webhook dispatcher) sees everything.
+import type { DomainEvent } from '../actors/records.js';
+import { JobIds } from '../actors/ids.js';
+import type { Clock } from '../clock.js';
+
+export interface SluiceEvent {
+  id: string;
+  event: string;
+  created_at: string;
+  organization_id: string;
+  data: Record<string, unknown>;
+}
+
+export type EventListener = (e: SluiceEvent) => void;
+
+export class EventBus {
+  private readonly byOrg = new Map<string, Set<EventListener>>();
+  private readonly everyOrg = new Set<EventListener>();
+  private readonly ids = new JobIds();
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly onError: (err: unknown) => void = (err) => console.error('[events]', err),
+  ) {}
+
+  /** Listens to one organization's events (null: every organization's). Returns the unsubscribe. */
+  subscribe(organizationId: string | null, fn: EventListener): () => void {
+    if (organizationId === null) {
+      this.everyOrg.add(fn);
+      return () => this.everyOrg.delete(fn);
+    }
+    let set = this.byOrg.get(organizationId);
+    if (!set) this.byOrg.set(organizationId, (set = new Set()));
+    set.add(fn);
+    return () => {
+      set.delete(fn);
+      if (set.size === 0 && this.byOrg.get(organizationId) === set) this.byOrg.delete(organizationId);
+    };
+  }
+
+  /** True when somebody would hear an event of this organization. */
+  watched(organizationId: string): boolean {
+    return this.everyOrg.size > 0 || this.byOrg.has(organizationId);
+  }
+
+  publish(organizationId: string, event: string, data: Record<string, unknown>, at: number = this.clock.now()): void {
+    if (!this.watched(organizationId)) return;
+    const e: SluiceEvent = { id: this.ids.next(at), event, created_at: new Date(at).toISOString(), organization_id: organizationId, data };
+    for (const fn of this.everyOrg) this.deliver(fn, e);
+    const set = this.byOrg.get(organizationId);
+    if (set) for (const fn of set) this.deliver(fn, e);
+  }
+
+  /** The actor threads' committed events, in the public envelope. */
+  fromActors(events: DomainEvent[]): void {
+    for (const e of events) {
+      if (e.type === 'job') {
+        this.publish(e.organization_id, e.event, { job_id: e.job_id, queue_name: e.queue_name, status: e.status, ...e.data }, e.at);
+      } else if (e.type === 'queue') {
+        this.publish(e.organization_id, e.event, { queue_name: e.queue_name, ...e.data }, e.at);
+      }
+    }
+  }
+
+  private deliver(fn: EventListener, e: SluiceEvent): void {
+    try {
+      fn(e);
+    } catch (err) {
+      this.onError(err);
+    }
+  }
+}
