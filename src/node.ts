@@ -12,6 +12,7 @@ import { lockDataDir } from './io/db/pglite.js';
 import { RemoteStore } from './io/db/remote.js';
 import type { Store } from './io/db/store.js';
 import { Authenticator } from './io/http/auth.js';
+import { LocalInvalidations, PgInvalidations, type InvalidationChannel } from './io/db/invalidations.js';
 import { Tokens } from './io/http/tokens.js';
 import { createMailer, type Mailer } from './io/mail/mailer.js';
 import { apiKeyRoutes } from './io/http/routes/api-keys.js';
@@ -127,6 +128,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let http: HttpServer | null = null;
   let apiCalls: ApiCalls | null = null;
   let mailer: Mailer | null = null;
+  const channel: InvalidationChannel = config.databaseUrl ? new PgInvalidations(config.databaseUrl, store, log) : new LocalInvalidations();
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -138,14 +140,24 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       config.jwtAccessTtlSeconds,
       config.jwtRefreshTtlSeconds,
     );
-    const auth = new Authenticator({ store, clock, tokens, log });
+    const auth = new Authenticator({ store, clock, tokens, log, channel });
+    const limiter = new RateLimiter(store, clock, config.planOverrides);
+    await channel.start({
+      apply: (inv) => {
+        auth.apply(inv);
+        if (inv.kind === 'org') limiter.invalidate(inv.id);
+      },
+      resync: () => {
+        auth.resync();
+        limiter.invalidateAll();
+      },
+    });
     await auth.start();
     mailer = createMailer(config, log);
     const quotas = new Quotas(pool, clock);
     const events = new EventBus(clock, (err) => log.error('event listener failed', err));
     pool.onEvents((e) => events.fromActors(e));
-    const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events };
-    const limiter = new RateLimiter(store, clock, config.planOverrides);
+    const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events, invalidations: channel };
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const router = new Router().add(
       ...healthRoutes(services),
@@ -202,6 +214,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
           await m.close();
           quotas.stop(); // unused admission credit goes back before the actor threads drain
           await p.stop();
+          await channel.close();
           await setup.close();
         })()),
     };
@@ -211,6 +224,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});
     await pool?.stop().catch(() => {});
+    await channel.close();
     await setup.close().catch(() => {});
     throw err;
   }

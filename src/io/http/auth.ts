@@ -3,11 +3,12 @@
 // logs; the real-time routes that may take one come with their own issue. X-API-Key is not read at all.
 //
 // Keys are cached for a short time, by digest (API key credentials) and by id (the key behind a JWT, which dies
-// with its key): the lookup is on every request's path. Revocation on this node is immediate: the revoke route
-// calls `revokeKey`, which marks the key dead in the cache, and a lookup already in flight cannot bring it back.
-// Other nodes learn of it when their cache entry expires (30 s) until cluster invalidation exists.
+// with its key): the lookup is on every request's path. Revocation is immediate: the revoke route calls
+// `revokeKey`, which marks the key dead in this node's cache (a lookup already in flight cannot bring it back)
+// and tells the other nodes through the invalidation channel (LISTEN/NOTIFY), which do the same.
 //
-// JWT ids revoked by logout live in the store and in memory here, loaded at boot and dropped once expired.
+// JWT ids revoked by logout live in the store and in memory here, loaded at boot, announced to the other nodes
+// the same way, and dropped once expired.
 import { digestKey } from '../../actors/org/api-key.js';
 import type { Clock } from '../../clock.js';
 import { AppError } from '../../errors.js';
@@ -16,6 +17,7 @@ import type { Store } from '../db/store.js';
 import { findApiKey, findApiKeyById, type KeyRow } from '../db/sql/findApiKey.js';
 import { liveRevokedTokens, revokeTokens, type RevokedToken } from '../db/sql/revokedTokens.js';
 import { touchApiKey } from '../db/sql/touchApiKey.js';
+import type { Invalidation, InvalidationChannel } from '../db/invalidations.js';
 import type { TokenClaims, Tokens } from './tokens.js';
 
 export interface Principal {
@@ -55,6 +57,8 @@ export interface AuthenticatorOptions {
   clock: Clock;
   tokens: Tokens;
   log: Log;
+  /** How revocations reach the other nodes (and come back from them). */
+  channel: InvalidationChannel;
 }
 
 export class Authenticator {
@@ -62,6 +66,7 @@ export class Authenticator {
   private readonly store: Store;
   private readonly clock: Clock;
   private readonly log: Log;
+  private readonly channel: InvalidationChannel;
   /** By key id. */
   private readonly keys = new Map<string, KeyState>();
   /** Digest → key id. */
@@ -78,6 +83,7 @@ export class Authenticator {
     this.clock = opts.clock;
     this.tokens = opts.tokens;
     this.log = opts.log;
+    this.channel = opts.channel;
   }
 
   /** Loads the revoked JWT ids that have not expired yet. */
@@ -141,8 +147,26 @@ export class Authenticator {
     return key && !key.revoked ? key.principal : null;
   }
 
-  /** The key was revoked in the store: from now on this node refuses it and every JWT issued from it. */
-  revokeKey(id: string): void {
+  /** The key was revoked in the store: from now on every node refuses it and every JWT issued from it. */
+  async revokeKey(id: string): Promise<void> {
+    this.keyRevoked(id);
+    await this.announce({ kind: 'api_key', id });
+  }
+
+  /** Revocations announced by a node (this one included). */
+  apply(inv: Invalidation): void {
+    if (inv.kind === 'api_key') this.keyRevoked(inv.id);
+    else if (inv.kind === 'tokens') this.tokensRevoked(inv.tokens);
+  }
+
+  /** Announcements may have been lost (the channel reconnected): cached keys are read again, revoked ids reloaded. */
+  resync(): void {
+    this.keys.clear();
+    this.digests.clear();
+    this.start().catch((err) => this.log.error('could not reload revoked tokens', err));
+  }
+
+  private keyRevoked(id: string): void {
     const now = Date.now();
     this.revokedKeys.set(id, now + 2 * CACHE_MS);
     const state = this.keys.get(id);
@@ -153,9 +177,22 @@ export class Authenticator {
   /** Revokes JWT ids: written to the store first (so the revocation survives a restart), then refused here. */
   async revokeTokens(organizationId: string, tokens: RevokedToken[]): Promise<void> {
     await revokeTokens(this.store, organizationId, tokens, new Date(this.clock.now()));
+    this.tokensRevoked(tokens);
+    await this.announce({ kind: 'tokens', tokens });
+  }
+
+  private tokensRevoked(tokens: RevokedToken[]): void {
     const now = this.clock.now();
     for (const [jti, exp] of this.revokedTokens) if (exp <= now) this.revokedTokens.delete(jti);
     for (const t of tokens) this.revokedTokens.set(t.jti, Math.max(t.expiresAt, this.revokedTokens.get(t.jti) ?? 0));
+  }
+
+  /**
+   * The change is committed and applied here; other nodes hear of it now. A failed NOTIFY is logged, not
+   * thrown: the revocation stands, and other nodes see it when their cache entry expires (30 s) at worst.
+   */
+  private async announce(inv: Invalidation): Promise<void> {
+    await this.channel.publish(inv).catch((err) => this.log.error(`could not announce a ${inv.kind} revocation to other nodes`, err));
   }
 
   private isRevoked(jti: string): boolean {

@@ -54,6 +54,11 @@ export class RateLimiter {
     this.windows.delete(organizationId);
   }
 
+  /** Plan changes may have been missed: every organization's limits are read again on its next request. */
+  invalidateAll(): void {
+    for (const w of this.windows.values()) w.until = 0;
+  }
+
   /** Milliseconds until a request would pass; 0 when it passes now. */
   private wait(w: Window, now: number): number {
     let wait = 0;

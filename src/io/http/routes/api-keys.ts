@@ -120,8 +120,8 @@ export function apiKeyRoutes(s: Services): Route[] {
     const id = req.params.id!;
     const done = UUID.test(id) ? await revokeApiKey(s.store, req.principal.organizationId, id.toLowerCase(), new Date(s.clock.now())) : null;
     if (!done) throw notFound('API key');
-    // Committed: from now on this node refuses the key and the JWTs issued from it, and it stops counting.
-    s.auth.revokeKey(done.key.id);
+    // Committed: from now on every node refuses the key and the JWTs issued from it, and it stops counting.
+    await s.auth.revokeKey(done.key.id);
     if (done.revokedNow) s.quotas.release(req.principal.organizationId, 'api_keys');
     return { status: 200, body: presentApiKey(done.key) };
   };

@@ -12,6 +12,7 @@ import type { TerminalJob } from '../../db/sql/terminalJobs.js';
 import type { Mailer } from '../../mail/mailer.js';
 import type { Authenticator } from '../auth.js';
 import type { Store } from '../../db/store.js';
+import type { InvalidationChannel } from '../../db/invalidations.js';
 
 export interface Services {
   config: Config;
@@ -26,6 +27,8 @@ export interface Services {
   quotas: Quotas;
   /** Public events of every organization, after commit: streams and outgoing webhooks listen here. */
   events: EventBus;
+  /** Tells every node of a committed change to what they cache (keys, tokens, plans). */
+  invalidations: InvalidationChannel;
 }
 
 /** Revives terminal jobs of one queue through its actor (job retry and DLQ retry); each counts as a creation. */

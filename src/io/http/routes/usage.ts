@@ -61,7 +61,7 @@ export function usageRoutes(s: Services, extra: { limiter: RateLimiter; apiCalls
     };
   };
 
-  /** Writes the organization's plan row, then tells its quota actor and forgets cached rate limits. */
+  /** Writes the organization's plan row, then tells its quota actor and every node's rate limiter. */
   const change = async (req: Request, edit: (current: { plan: PlanTier; overrides: LimitOverrides }) => { plan: PlanTier; overrides: LimitOverrides }) => {
     requireAdmin(req, s.config);
     const id = req.params.id!;
@@ -72,6 +72,8 @@ export function usageRoutes(s: Services, extra: { limiter: RateLimiter; apiCalls
     await setOrganizationPlan(s.store, id, next.plan, next.overrides, new Date(s.clock.now()));
     await s.quotas.setPlan(id, next.plan, next.overrides);
     extra.limiter.invalidate(id);
+    // Other nodes' rate limiters cache the plan too.
+    await s.invalidations.publish({ kind: 'org', id }).catch(() => {});
     return { status: 200, body: { organization_id: id, plan: next.plan, limit_overrides: next.overrides } };
   };
 
