@@ -28,6 +28,8 @@ export interface Config {
   readonly adminApiKey: string | null;
   /** open: anyone may create an organization; closed: only with X-Admin-Key. */
   readonly registrationMode: 'open' | 'closed';
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`; unset, it is open. */
+  readonly metricsToken: string | null;
   /** smtp:// or smtps:// URL; null: login mails go to the log. */
   readonly smtpUrl: string | null;
   readonly mailFrom: string;
@@ -94,6 +96,7 @@ export function loadConfig(env: Env = process.env): Config {
     jwtAccessTtlSeconds: int('JWT_ACCESS_TTL_SECONDS', 3600, 60, 86_400),
     jwtRefreshTtlSeconds: int('JWT_REFRESH_TTL_SECONDS', 30 * 86_400, 300, 365 * 86_400),
     adminApiKey: env.ADMIN_API_KEY ? env.ADMIN_API_KEY : null,
+    metricsToken: env.METRICS_TOKEN ? env.METRICS_TOKEN : null,
     registrationMode: oneOf('REGISTRATION_MODE', 'closed', ['open', 'closed'] as const),
     smtpUrl: env.SMTP_URL ? env.SMTP_URL : null,
     mailFrom: str('MAIL_FROM', 'Sluice <no-reply@localhost>'),

@@ -37,6 +37,8 @@ import { EventBus } from './runtime/event-bus.js';
 import { ApiCalls } from './runtime/api-calls.js';
 import { RateLimiter } from './io/http/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
+import { metricsRoutes } from './io/http/routes/metrics.js';
+import { Metrics } from './runtime/metrics.js';
 import { RetentionSweeper } from './runtime/retention.js';
 import { spawnWorker } from './runtime/spawn.js';
 
@@ -157,6 +159,9 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const quotas = new Quotas(pool, clock);
     const events = new EventBus(clock, (err) => log.error('event listener failed', err));
     pool.onEvents((e) => events.fromActors(e));
+    const metrics = new Metrics(config.actorThreads);
+    pool.onEvents((e) => metrics.onEvents(e));
+    pool.onStats((st) => metrics.onCommits(st));
     const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events, invalidations: channel };
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const router = new Router().add(
@@ -170,6 +175,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...apiKeyRoutes(services),
       ...authRoutes(services),
       ...organizationRoutes(services),
+      ...metricsRoutes(services, metrics),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -184,8 +190,10 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       try {
         await limiter.admit(org);
         calls.count(org, false);
+        metrics.onRequest(true);
       } catch (err) {
         calls.count(org, true);
+        metrics.onRequest(false);
         throw err;
       }
     };

@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { StoreLink } from '../io/db/store.js';
 import type { ThreadInit } from './actor-thread.js';
-import type { Op, ThreadIn, ThreadOut } from './protocol.js';
+import type { CommitStats, Op, ThreadIn, ThreadOut } from './protocol.js';
 import { actorKey, shardOf } from './shard.js';
 import { spawnWorker } from './spawn.js';
 
@@ -34,6 +34,7 @@ export class ActorPool {
   private nextId = 1;
   private stopping = false;
   private readonly listeners: Array<(events: DomainEvent[]) => void> = [];
+  private readonly statsListeners: Array<(stats: CommitStats) => void> = [];
 
   constructor(
     private readonly config: Config,
@@ -57,6 +58,11 @@ export class ActorPool {
   tell(org: string, queue: string, op: Op, args: unknown): void {
     const t = this.threads[shardOf(actorKey(org, queue), this.threads.length)]!;
     this.enqueue(t, { t: 'ask', id: 0, org, queue, op, args });
+  }
+
+  /** Subscribes to the threads' commit statistics (about once a second per busy thread). */
+  onStats(fn: (stats: CommitStats) => void): void {
+    this.statsListeners.push(fn);
   }
 
   /** Subscribes to the events of committed groups, from every thread. */
@@ -122,6 +128,10 @@ export class ActorPool {
       for (const m of batch) {
         if ('events' in m) {
           for (const fn of this.listeners) fn(m.events);
+          continue;
+        }
+        if ('stats' in m) {
+          for (const fn of this.statsListeners) fn(m.stats);
           continue;
         }
         if (m.id === 0) {

@@ -22,7 +22,7 @@ import { liveQueues } from '../io/db/sql/liveQueues.js';
 import { loadOrganization } from '../io/db/sql/loadOrganization.js';
 import { loadQueue } from '../io/db/sql/loadQueue.js';
 import { Journal } from './journal.js';
-import { ORG_ACTOR, type Ask, type ThreadIn, type ThreadOut } from './protocol.js';
+import { ORG_ACTOR, type Ask, type CommitStats, type ThreadIn, type ThreadOut } from './protocol.js';
 import { actorKey, shardOf } from './shard.js';
 
 export interface ThreadInit {
@@ -94,7 +94,22 @@ const journal = new Journal(
     }
   },
   (events) => send({ id: -1, ok: true, events }),
+  (records, ms, committed) => {
+    if (!committed) stats.failed++;
+    else {
+      stats.records.push(records);
+      stats.ms.push(ms);
+    }
+  },
 );
+
+// Commit sizes and durations go to the main thread (metrics) once a second, not once per commit.
+let stats: CommitStats = { records: [], ms: [], failed: 0 };
+setInterval(() => {
+  if (stats.records.length === 0 && stats.failed === 0) return;
+  send({ id: -2, ok: true, stats });
+  stats = { records: [], ms: [], failed: 0 };
+}, 1_000).unref();
 
 /** Sends the reply once everything written so far is committed. */
 function replyAfterCommit<T>(id: number, reply: Reply<T>): void {

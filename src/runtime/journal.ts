@@ -37,6 +37,8 @@ export class Journal {
     private readonly commit: (records: JournalRecord[]) => Promise<CommitOutput>,
     private readonly onLost: (actors: Set<string>, cause: unknown) => void,
     private readonly publish: (events: DomainEvent[]) => void,
+    /** Each commit's size and duration, for metrics. */
+    private readonly observe: (records: number, ms: number, ok: boolean) => void = () => {},
   ) {}
 
   emit(event: DomainEvent): void {
@@ -90,9 +92,11 @@ export class Journal {
     }
     this.current = newGroup();
     this.inflight = g;
+    const started = performance.now();
     this.commit(g.records).then(
       (out) => {
         this.inflight = null;
+        this.observe(g.records.length, performance.now() - started, true);
         for (const w of g.replies) w.ok(out);
         if (g.events.length > 0) {
           const events = g.events.filter((e) => !(e.type === 'job' && e.ifInserted && !out.inserted.has(e.job_id)));
@@ -102,6 +106,7 @@ export class Journal {
       },
       (err: unknown) => {
         this.inflight = null;
+        this.observe(g.records.length, performance.now() - started, false);
         const next = this.current;
         this.current = newGroup();
         const lost = new Set([...g.actors, ...next.actors]);

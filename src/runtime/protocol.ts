@@ -35,8 +35,16 @@ export interface Ask {
 
 export type ThreadIn = Ask | { t: 'tick'; id: number } | { t: 'stop'; id: number };
 
-/** id 0 is the thread's boot report; `events` carries what committed groups published. */
+/** Group commits of one thread since its last report: one entry per commit (records, milliseconds). */
+export interface CommitStats {
+  records: number[];
+  ms: number[];
+  failed: number;
+}
+
+/** id 0 is the thread's boot report; `events` carries what committed groups published; `stats` feeds /metrics. */
 export type ThreadOut =
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: WireError }
-  | { id: -1; ok: true; events: DomainEvent[] };
+  | { id: -1; ok: true; events: DomainEvent[] }
+  | { id: -2; ok: true; stats: CommitStats };

@@ -115,6 +115,11 @@ function write(res: HttpResponse, r: Response): void {
     res.end();
     return;
   }
+  // A string body comes with its own content type (the Prometheus text format); anything else is JSON.
+  if (typeof r.body === 'string' && r.headers?.['content-type']) {
+    res.end(r.body);
+    return;
+  }
   res.writeHeader('content-type', 'application/json');
   res.end(JSON.stringify(r.body));
 }

@@ -1,0 +1,32 @@
+// GET /metrics: the Prometheus text format. Open unless METRICS_TOKEN is set; then it needs
+// `Authorization: Bearer <METRICS_TOKEN>` (compared in constant time). API keys do not open it: metrics are the
+// operator's, not a tenant's.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { AppError } from '../../../errors.js';
+import type { Metrics } from '../../../runtime/metrics.js';
+import type { Route } from '../router.js';
+import type { Services } from './services.js';
+
+const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
+
+export function metricsRoutes(s: Services, metrics: Metrics): Route[] {
+  const token = s.config.metricsToken;
+  return [
+    {
+      method: 'GET',
+      path: '/metrics',
+      permission: null,
+      handler: async (req) => {
+        if (token !== null) {
+          const m = /^Bearer\s+(\S+)\s*$/i.exec(req.authorization);
+          if (!m || !timingSafeEqual(digest(m[1]!), digest(token))) throw new AppError('UNAUTHORIZED', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>');
+        }
+        return { status: 200, body: await metrics.render(), headers: { 'content-type': metrics.contentType } };
+      },
+      doc: {
+        summary: 'Prometheus metrics (open unless METRICS_TOKEN is set)',
+        responses: { 200: { description: 'Prometheus text exposition format' } },
+      },
+    },
+  ];
+}
