@@ -36,6 +36,9 @@ import { EventBus } from './runtime/event-bus.js';
 import { ApiCalls } from './runtime/api-calls.js';
 import { RateLimiter } from './io/http/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
+import { eventRoutes, eventSocket } from './io/http/routes/events.js';
+import { StreamHub } from './io/events/hub.js';
+import { QueueStatsFeed } from './io/events/queue-stats.js';
 import { RetentionSweeper } from './runtime/retention.js';
 import { spawnWorker } from './runtime/spawn.js';
 
@@ -54,6 +57,9 @@ export interface SluiceNode {
   readonly pool: ActorPool;
   /** The background sweep of finished jobs past their plan's retention window. */
   readonly retention: RetentionSweeper;
+  /** Public events, and the real-time streams open on this node. */
+  readonly events: EventBus;
+  readonly streams: StreamHub;
   /** The key created on first boot, when this boot created it. */
   readonly bootstrapKey: string | null;
   stop(): Promise<void>;
@@ -127,6 +133,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let http: HttpServer | null = null;
   let apiCalls: ApiCalls | null = null;
   let mailer: Mailer | null = null;
+  let hub: StreamHub | null = null;
+  let stats: QueueStatsFeed | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -147,6 +155,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events };
     const limiter = new RateLimiter(store, clock, config.planOverrides);
     const calls = (apiCalls = new ApiCalls(store, clock, log));
+    const streams = (hub = new StreamHub(events, clock, auth, config.streamsPerOrg));
+    const queueStats = (stats = new QueueStatsFeed(store, events, clock, streams, log));
     const router = new Router().add(
       ...healthRoutes(services),
       ...jobRoutes(services),
@@ -158,6 +168,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...apiKeyRoutes(services),
       ...authRoutes(services),
       ...organizationRoutes(services),
+      ...eventRoutes(services, { hub: streams, stats: queueStats }),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -177,7 +188,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         throw err;
       }
     };
-    http = new HttpServer(router, auth, (m, e) => log.error(m, e), admit);
+    http = new HttpServer(router, auth, (m, e) => log.error(m, e), admit).webSocket(eventSocket(streams));
     const port = await http.listen(config.host, config.port);
     const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
     log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads)`);
@@ -193,10 +204,14 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       store,
       pool: p,
       retention,
+      events,
+      streams,
       bootstrapKey,
       stop: () =>
         (stopped ??= (async () => {
-          h.close();
+          h.close(); // ends open streams and WebSockets too
+          streams.stop();
+          queueStats.stop();
           await retention.stop();
           await calls.stop();
           await m.close();
@@ -207,6 +222,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     };
   } catch (err) {
     http?.close();
+    hub?.stop();
+    stats?.stop();
     await retention.stop();
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});
