@@ -35,6 +35,8 @@ export interface Config {
   readonly mailFrom: string;
   /** PLAN_<TIER>_<RESOURCE> settings: null means unlimited. */
   readonly planOverrides: PlanOverrides;
+  /** Open SSE streams and WebSockets per organization on one node. */
+  readonly streamsPerOrg: number;
 }
 
 
@@ -101,6 +103,7 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl: env.SMTP_URL ? env.SMTP_URL : null,
     mailFrom: str('MAIL_FROM', 'Sluice <no-reply@localhost>'),
     planOverrides: planOverrides(env, problems),
+    streamsPerOrg: int('STREAMS_PER_ORG', 100, 1, 100_000),
   };
   if (config.jwtSecret !== null && config.jwtSecret.length < 32) problems.push('JWT_SECRET must be at least 32 characters');
   if (config.jwtSecret === null && config.production) problems.push('JWT_SECRET is required when NODE_ENV=production');

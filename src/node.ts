@@ -39,6 +39,9 @@ import { RateLimiter } from './io/http/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
 import { metricsRoutes } from './io/http/routes/metrics.js';
 import { Metrics } from './runtime/metrics.js';
+import { eventRoutes, eventSocket } from './io/http/routes/events.js';
+import { StreamHub } from './io/events/hub.js';
+import { QueueStatsFeed } from './io/events/queue-stats.js';
 import { RetentionSweeper } from './runtime/retention.js';
 import { spawnWorker } from './runtime/spawn.js';
 
@@ -57,6 +60,9 @@ export interface SluiceNode {
   readonly pool: ActorPool;
   /** The background sweep of finished jobs past their plan's retention window. */
   readonly retention: RetentionSweeper;
+  /** Public events, and the real-time streams open on this node. */
+  readonly events: EventBus;
+  readonly streams: StreamHub;
   /** The key created on first boot, when this boot created it. */
   readonly bootstrapKey: string | null;
   stop(): Promise<void>;
@@ -131,6 +137,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let apiCalls: ApiCalls | null = null;
   let mailer: Mailer | null = null;
   const channel: InvalidationChannel = config.databaseUrl ? new PgInvalidations(config.databaseUrl, store, log) : new LocalInvalidations();
+  let hub: StreamHub | null = null;
+  let stats: QueueStatsFeed | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -164,6 +172,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     pool.onStats((st) => metrics.onCommits(st));
     const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events, invalidations: channel };
     const calls = (apiCalls = new ApiCalls(store, clock, log));
+    const streams = (hub = new StreamHub(events, clock, auth, config.streamsPerOrg));
+    const queueStats = (stats = new QueueStatsFeed(store, events, clock, streams, log));
     const router = new Router().add(
       ...healthRoutes(services),
       ...jobRoutes(services),
@@ -176,6 +186,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...authRoutes(services),
       ...organizationRoutes(services),
       ...metricsRoutes(services, metrics),
+      ...eventRoutes(services, { hub: streams, stats: queueStats }),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -197,7 +208,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         throw err;
       }
     };
-    http = new HttpServer(router, auth, (m, e) => log.error(m, e), admit);
+    http = new HttpServer(router, auth, (m, e) => log.error(m, e), admit).webSocket(eventSocket(streams));
     const port = await http.listen(config.host, config.port);
     const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
     log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads)`);
@@ -213,10 +224,14 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       store,
       pool: p,
       retention,
+      events,
+      streams,
       bootstrapKey,
       stop: () =>
         (stopped ??= (async () => {
-          h.close();
+          h.close(); // ends open streams and WebSockets too
+          streams.stop();
+          queueStats.stop();
           await retention.stop();
           await calls.stop();
           await m.close();
@@ -228,6 +243,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     };
   } catch (err) {
     http?.close();
+    hub?.stop();
+    stats?.stop();
     await retention.stop();
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});

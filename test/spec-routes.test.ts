@@ -1,5 +1,5 @@
 // Every route of SPEC's Jobs, Dead-letter queue and Queues tables (plus the queue config and delete routes of
-// issue 3) answers with a valid credential: neither 404 nor 405, on real resources.
+// issue 3) answers with a valid credential: neither 404 nor 405, on real resources; so do the Real-time routes.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startTestNode, type TestNode } from './helpers.js';
@@ -46,4 +46,16 @@ test('every SPEC route of jobs, DLQ and queues exists', async () => {
     assert.ok(r.status !== 404 && r.status !== 405, `${method} ${path} → ${r.status} ${JSON.stringify(r.body)}`);
     assert.ok(r.status < 500, `${method} ${path} → ${r.status} ${JSON.stringify(r.body)}`);
   }
+});
+
+test('every SPEC real-time route exists: the SSE routes open a stream, /api/v1/ws answers a plain GET with 426', async () => {
+  const job = await n.api.enqueue({ queue_name: 'spec-rt', payload: {} });
+  for (const path of ['/api/v1/events', `/api/v1/events/jobs/${job.id}`, '/api/v1/events/queues/spec-rt']) {
+    const ac = new AbortController();
+    const r = await fetch(n.node.url + path, { headers: { authorization: `Bearer ${n.api.key}` }, signal: ac.signal });
+    assert.equal(r.status, 200, `GET ${path} → ${r.status}`);
+    assert.match(r.headers.get('content-type') ?? '', /^text\/event-stream/);
+    ac.abort();
+  }
+  assert.equal((await n.api.get('/api/v1/ws')).status, 426);
 });

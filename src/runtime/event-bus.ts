@@ -44,6 +44,11 @@ export class EventBus {
     };
   }
 
+  /** How many listen to this organization's events in particular (not counting those of every organization). */
+  listeners(organizationId: string): number {
+    return this.byOrg.get(organizationId)?.size ?? 0;
+  }
+
   /** True when somebody would hear an event of this organization. */
   watched(organizationId: string): boolean {
     return this.everyOrg.size > 0 || this.byOrg.has(organizationId);

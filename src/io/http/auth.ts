@@ -1,6 +1,7 @@
 // REST credentials: only `Authorization: Bearer <token>`. A token starting with `eyJ` is a JWT access token,
 // anything else an API key. A credential in the query string is refused (401) so keys do not end up in access
-// logs; the real-time routes that may take one come with their own issue. X-API-Key is not read at all.
+// logs; the four real-time routes (SSE, WebSocket) are the exception, since browsers cannot set headers there
+// (`queryCredential`). X-API-Key is not read at all.
 //
 // Keys are cached for a short time, by digest (API key credentials) and by id (the key behind a JWT, which dies
 // with its key): the lookup is on every request's path. Revocation is immediate: the revoke route calls
@@ -77,6 +78,8 @@ export class Authenticator {
   private readonly lastUsedWrites = new Map<string, number>();
   /** Revoked jti → expiry (epoch ms). */
   private readonly revokedTokens = new Map<string, number>();
+  /** Told of revocations on this node: open streams of a revoked credential end. */
+  private readonly revocationListeners = new Set<(r: Revocation) => void>();
 
   constructor(opts: AuthenticatorOptions) {
     this.store = opts.store;
@@ -172,6 +175,23 @@ export class Authenticator {
     const state = this.keys.get(id);
     if (state) state.revoked = true;
     for (const [k, until] of this.revokedKeys) if (until <= now) this.revokedKeys.delete(k);
+    this.tellListeners({ keyId: id, tokenIds: [] });
+  }
+
+  /** Listens to revocations (keys, and JWT ids by logout), made on this node or announced by another. Returns the unsubscribe. */
+  onRevoke(fn: (r: Revocation) => void): () => void {
+    this.revocationListeners.add(fn);
+    return () => this.revocationListeners.delete(fn);
+  }
+
+  private tellListeners(r: Revocation): void {
+    for (const fn of this.revocationListeners) {
+      try {
+        fn(r);
+      } catch (err) {
+        this.log.error('revocation listener failed', err);
+      }
+    }
   }
 
   /** Revokes JWT ids: written to the store first (so the revocation survives a restart), then refused here. */
@@ -185,6 +205,7 @@ export class Authenticator {
     const now = this.clock.now();
     for (const [jti, exp] of this.revokedTokens) if (exp <= now) this.revokedTokens.delete(jti);
     for (const t of tokens) this.revokedTokens.set(t.jti, Math.max(t.expiresAt, this.revokedTokens.get(t.jti) ?? 0));
+    this.tellListeners({ keyId: null, tokenIds: tokens.map((t) => t.jti) });
   }
 
   /**
@@ -251,6 +272,23 @@ export class Authenticator {
     this.lastUsedWrites.set(keyId, now);
     touchApiKey(this.store, keyId, new Date(now)).catch((err) => this.log.warn(`could not record the use of API key ${keyId}`, err));
   }
+}
+
+/** What was revoked: a key (and so every JWT issued from it), or JWT ids (access tokens or sessions). */
+export interface Revocation {
+  keyId: string | null;
+  tokenIds: string[];
+}
+
+/**
+ * The credential of a real-time route: the Authorization header, else `api_key` or `token` from the query
+ * string (either may hold an API key or an access token; `eyJ…` is a JWT as in the header).
+ */
+export function queryCredential(query: URLSearchParams, authorization: string): string {
+  if (authorization !== '') return authorization;
+  const given = [...query.getAll('api_key'), ...query.getAll('token')];
+  if (given.length > 1) throw new AppError('UNAUTHORIZED', 'Give one credential in the query string: api_key or token');
+  return given.length === 1 ? `Bearer ${given[0]}` : '';
 }
 
 /** Any REST route, public ones included: a key in a URL lands in access logs whether or not the route needs it. */

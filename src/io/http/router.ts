@@ -21,6 +21,19 @@ export interface Response {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /** A streamed answer (SSE): the status and headers go out, then `stream` writes the body until either side ends. */
+  stream?: (sink: StreamSink) => void;
+}
+
+/** The body of a streamed answer. Writes are corked; a client that does not read is dropped, not buffered for. */
+export interface StreamSink {
+  /** Sends a chunk; false when the stream is closed (the chunk is dropped). */
+  write(chunk: string): boolean;
+  /** Ends the answer; onClose listeners run once, whoever ends it (this call, the client, a slow reader, shutdown). */
+  end(): void;
+  /** Runs at once when the stream is already closed. */
+  onClose(fn: () => void): void;
+  readonly closed: boolean;
 }
 
 /** What the OpenAPI document says of a route; schemas are the typebox schemas the route validates with. */
@@ -40,6 +53,8 @@ export interface Route {
   permission: string | null;
   handler: (req: Request) => Promise<Response> | Response;
   doc?: RouteDoc;
+  /** The real-time routes only (SPEC Authentication 3): the credential may come as `api_key` or `token` in the query. */
+  queryCredential?: boolean;
 }
 
 interface Compiled {

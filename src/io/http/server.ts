@@ -1,11 +1,16 @@
 // The REST surface on uWebSockets.js: one catch-all handler reads the request synchronously (uWS request
 // objects die when the handler returns), streams in the body, then runs the pipeline
 // route → credential → permission → JSON body → handler, and writes the answer corked.
+//
+// Two long-lived kinds of answer besides: a streamed response (SSE; the handler's Response has `stream`) and
+// WebSocket endpoints (`webSocket()`, registered before the catch-all), which authenticate during the upgrade.
+// Both are tracked so that close() ends them: uWS keeps the thread alive, and aborts the process, while a
+// socket is open when the thread ends. A reader that does not keep up is dropped instead of buffered for.
 import { STATUS_CODES } from 'node:http';
 import { AppError } from '../../errors.js';
-import { authorize, rejectQueryCredential, type Authenticator, type Principal } from './auth.js';
-import type { Method, Request, Response, Router } from './router.js';
-import { loadUws, type HttpResponse, type TemplatedApp, type us_listen_socket } from './uws.js';
+import { authorize, queryCredential, rejectQueryCredential, type Authenticator, type Principal } from './auth.js';
+import type { Method, Request, Response, Router, StreamSink } from './router.js';
+import { loadUws, type HttpResponse, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
 
 /** A hard ceiling for any body; plan payload caps are checked per route below it. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -20,11 +25,43 @@ const statusLine = (status: number): string => {
   return line;
 };
 
+/** Bytes a streamed response or a WebSocket may have queued for a reader that is not reading before it is dropped. */
+export const MAX_STREAM_BACKLOG = 1024 * 1024;
+
+/** A WebSocket endpoint; the credential may come in the query string (SPEC Authentication 3) or the header. */
+export interface SocketRoute {
+  path: string;
+  permission: string;
+  /** After the credential and permission check, during the upgrade: an AppError refuses it (no upgrade). */
+  accept(principal: Principal, query: URLSearchParams): SocketSession | Promise<SocketSession>;
+}
+
+/** One accepted WebSocket. close() runs once, whether or not open() ran (the client may leave mid-upgrade). */
+export interface SocketSession {
+  open(conn: SocketConn): void;
+  close(): void;
+}
+
+export interface SocketConn {
+  /** Sends a text frame; false when the socket is gone. */
+  send(text: string): boolean;
+  end(code: number, reason: string): void;
+}
+
+interface SocketData {
+  session: SocketSession;
+  closed: boolean;
+}
+
 const NO_PRINCIPAL: Principal = Object.freeze({ organizationId: '', apiKeyId: null, permissions: [], via: 'api_key' as const });
 
 export class HttpServer {
   private app: TemplatedApp | null = null;
   private socket: us_listen_socket | null = null;
+  private readonly socketRoutes: SocketRoute[] = [];
+  /** Open streamed responses and WebSockets: close() ends them. */
+  private readonly streams = new Set<StreamSink>();
+  private readonly sockets = new Set<WebSocket<SocketData>>();
   port = 0;
 
   constructor(
@@ -35,9 +72,16 @@ export class HttpServer {
     private readonly admit: (organizationId: string) => Promise<void> = async () => {},
   ) {}
 
+  /** Adds a WebSocket endpoint; before listen(). */
+  webSocket(route: SocketRoute): this {
+    this.socketRoutes.push(route);
+    return this;
+  }
+
   listen(host: string, port: number): Promise<number> {
     const uws = loadUws();
     const app = uws.App();
+    for (const route of this.socketRoutes) this.addSocket(app, route);
     app.any('/*', (res, req) => {
       const method = req.getMethod().toUpperCase() as Method;
       const path = req.getUrl();
@@ -49,6 +93,7 @@ export class HttpServer {
         aborted = true;
       });
       const finish = (r: Response) => {
+        if (r.stream) return this.stream(res, r, aborted);
         if (aborted) return;
         res.cork(() => write(res, r));
       };
@@ -73,6 +118,8 @@ export class HttpServer {
     const uws = loadUws();
     if (this.socket) uws.us_listen_socket_close(this.socket);
     this.socket = null;
+    for (const sink of [...this.streams]) sink.end();
+    for (const ws of [...this.sockets]) ws.end(1001, 'server shutting down');
     (this.app as any)?.close?.();
     this.app = null;
   }
@@ -86,15 +133,137 @@ export class HttpServer {
     }
     const { route, params } = match;
     const q = new URLSearchParams(query);
-    rejectQueryCredential(q);
+    if (route.queryCredential) authorization = queryCredential(q, authorization);
+    else rejectQueryCredential(q);
     let principal = NO_PRINCIPAL;
-    if (route.permission !== null) {
-      principal = await this.auth.authenticate(authorization);
-      await this.admit(principal.organizationId);
-      authorize(principal, route.permission);
-    }
+    if (route.permission !== null) principal = await this.principal(authorization, route.permission);
     const req: Request = { method, path, params, query: q, authorization, adminKey, body: parseJson(raw), principal };
     return route.handler(req);
+  }
+
+  private async principal(authorization: string, permission: string): Promise<Principal> {
+    const principal = await this.auth.authenticate(authorization);
+    await this.admit(principal.organizationId);
+    authorize(principal, permission);
+    return principal;
+  }
+
+  /** Sends the status and headers, then hands the route a sink over the response until either side ends it. */
+  private stream(res: HttpResponse, r: Response, aborted: boolean): void {
+    let closed = aborted;
+    let ended = false;
+    /** Bytes written since the socket last reported it had drained; null while not backed up. */
+    let backlog: number | null = null;
+    const listeners: Array<() => void> = [];
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      this.streams.delete(sink);
+      for (const fn of listeners.splice(0)) fn();
+    };
+    const sink: StreamSink = {
+      get closed() {
+        return closed;
+      },
+      write: (chunk) => {
+        if (closed) return false;
+        let ok = true;
+        res.cork(() => {
+          ok = res.write(chunk);
+        });
+        if (ok) return true;
+        backlog = (backlog ?? 0) + Buffer.byteLength(chunk);
+        if (backlog > MAX_STREAM_BACKLOG) {
+          // The reader is not keeping up: drop it rather than queue without bound.
+          ended = true;
+          close();
+          res.close();
+          return false;
+        }
+        return true;
+      },
+      end: () => {
+        if (closed) return;
+        ended = true;
+        close();
+        res.cork(() => res.end());
+      },
+      onClose: (fn) => {
+        if (closed) fn();
+        else listeners.push(fn);
+      },
+    };
+    if (!aborted) {
+      this.streams.add(sink);
+      res.onWritable(() => {
+        backlog = null;
+        return true;
+      });
+      // The handler's onAborted set `aborted` only; from here on the client leaving closes the stream.
+      res.onAborted(() => {
+        if (!ended) close();
+      });
+      res.cork(() => {
+        res.writeStatus(statusLine(r.status));
+        for (const [k, v] of Object.entries(r.headers ?? {})) res.writeHeader(k, v);
+      });
+    }
+    r.stream!(sink);
+  }
+
+  private addSocket(app: TemplatedApp, route: SocketRoute): void {
+    app.ws<SocketData>(route.path, {
+      idleTimeout: 60,
+      sendPingsAutomatically: true,
+      maxPayloadLength: 16 * 1024,
+      maxBackpressure: MAX_STREAM_BACKLOG,
+      closeOnBackpressureLimit: 1,
+      upgrade: (res, req, context) => {
+        // The request dies when this handler returns: copy what the upgrade needs first.
+        const query = new URLSearchParams(req.getQuery() ?? '');
+        const authorization = req.getHeader('authorization');
+        const key = req.getHeader('sec-websocket-key');
+        const protocol = req.getHeader('sec-websocket-protocol');
+        const extensions = req.getHeader('sec-websocket-extensions');
+        let aborted = false;
+        res.onAborted(() => {
+          aborted = true;
+        });
+        const refuse = (err: unknown) => {
+          if (!aborted) res.cork(() => write(res, this.errorResponse(err)));
+        };
+        (async () => {
+          const principal = await this.principal(queryCredential(query, authorization), route.permission);
+          return route.accept(principal, query);
+        })().then((session) => {
+          if (aborted) return session.close();
+          res.cork(() => res.upgrade<SocketData>({ session, closed: false }, key, protocol, extensions, context));
+        }, refuse);
+      },
+      open: (ws) => {
+        const data = ws.getUserData();
+        this.sockets.add(ws);
+        data.session.open({
+          send: (text) => {
+            if (data.closed) return false;
+            let sent = 0;
+            ws.cork(() => {
+              sent = ws.send(text, false);
+            });
+            return sent !== 2;
+          },
+          end: (code, reason) => {
+            if (!data.closed) ws.end(code, reason);
+          },
+        });
+      },
+      close: (ws) => {
+        const data = ws.getUserData();
+        data.closed = true;
+        this.sockets.delete(ws);
+        data.session.close();
+      },
+    });
   }
 
   private errorResponse(err: unknown): Response {

@@ -7,7 +7,7 @@ const require = createRequire(import.meta.url);
 const BUILDS = ['@btc-vision/uwebsockets.js', '@trufflesuite/uws-js-unofficial'] as const;
 
 export type UWS = typeof import('@trufflesuite/uws-js-unofficial');
-export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '@trufflesuite/uws-js-unofficial';
+export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from '@trufflesuite/uws-js-unofficial';
 
 let loaded: UWS | null = null;
 
