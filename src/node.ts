@@ -23,6 +23,7 @@ import { jobQueryRoutes } from './io/http/routes/job-queries.js';
 import { jobRoutes } from './io/http/routes/jobs.js';
 import { queueQueryRoutes } from './io/http/routes/queue-queries.js';
 import { queueRoutes } from './io/http/routes/queues.js';
+import { scheduleRoutes } from './io/http/routes/schedules.js';
 import type { Services } from './io/http/routes/services.js';
 import { Router } from './io/http/router.js';
 import { HttpServer } from './io/http/server.js';
@@ -37,6 +38,7 @@ import { ApiCalls } from './runtime/api-calls.js';
 import { RateLimiter } from './io/http/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
 import { RetentionSweeper } from './runtime/retention.js';
+import { Scheduler } from './runtime/scheduler.js';
 import { spawnWorker } from './runtime/spawn.js';
 
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -127,6 +129,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let http: HttpServer | null = null;
   let apiCalls: ApiCalls | null = null;
   let mailer: Mailer | null = null;
+  let scheduler: Scheduler | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -145,6 +148,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const events = new EventBus(clock, (err) => log.error('event listener failed', err));
     pool.onEvents((e) => events.fromActors(e));
     const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events };
+    const sched = (scheduler = new Scheduler({ deps: services, clock, events, log }));
+    await sched.start();
     const limiter = new RateLimiter(store, clock, config.planOverrides);
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const router = new Router().add(
@@ -158,6 +163,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...apiKeyRoutes(services),
       ...authRoutes(services),
       ...organizationRoutes(services),
+      ...scheduleRoutes(services, { scheduler: sched }),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -197,6 +203,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       stop: () =>
         (stopped ??= (async () => {
           h.close();
+          await sched.stop();
           await retention.stop();
           await calls.stop();
           await m.close();
@@ -207,6 +214,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     };
   } catch (err) {
     http?.close();
+    await scheduler?.stop();
     await retention.stop();
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});
