@@ -54,6 +54,7 @@ export interface SluiceNode {
   readonly port: number;
   readonly store: Store;
   readonly pool: ActorPool;
+  readonly events: EventBus;
   /** The background sweep of finished jobs past their plan's retention window. */
   readonly retention: RetentionSweeper;
   /** The key created on first boot, when this boot created it. */
@@ -198,6 +199,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       port,
       store,
       pool: p,
+      events,
       retention,
       bootstrapKey,
       stop: () =>
