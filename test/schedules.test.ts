@@ -8,7 +8,7 @@ import { ManualClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { startNode } from '../src/node.js';
 import type { SluiceEvent } from '../src/runtime/event-bus.js';
-import { Api, freshStore, startTestNode, type ApiResponse, type TestNode } from './helpers.js';
+import { Api, freshStore, sleep, startTestNode, type ApiResponse, type TestNode } from './helpers.js';
 import { assertError, assertInvalid, insertKey, nextLink } from './http-assert.js';
 
 const S = '/api/v1/schedules';
@@ -481,6 +481,27 @@ describe('schedules across a restart', () => {
       }
     } finally {
       await store.dispose();
+    }
+  });
+});
+
+describe('schedules in real time', () => {
+  test('one timer fires an every-second schedule without a ManualClock', async () => {
+    const n = await startTestNode();
+    try {
+      const s = await n.api.post(S, { name: 'rt', queue_name: 'realtime', cron_expression: '* * * * * *' });
+      assert.equal(s.status, 201);
+      const count = async () =>
+        (await n.node.store.query<{ n: number }>("SELECT count(*)::int AS n FROM jobs WHERE queue_name = 'realtime'"))[0]!.n;
+      const deadline = Date.now() + 20_000;
+      while ((await count()) < 2 && Date.now() < deadline) await sleep(200);
+      assert.ok((await count()) >= 2, 'two fires within 20 s');
+      assert.equal((await n.api.post(`${S}/${s.body.id}/pause`)).status, 200);
+      const paused = await count();
+      await sleep(1_500);
+      assert.ok((await count()) <= paused + 1, 'at most a fire already under way when it was paused');
+    } finally {
+      await n.stop();
     }
   });
 });
