@@ -142,11 +142,8 @@ export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Schedule
     return row;
   };
 
-  /** The definition checked as a whole: 422 for a cron expression or zone that cannot fire, 413 for a payload over the plan's cap. */
-  const checked = async (org: string, id: string, f: Omit<ScheduleFields, 'next_run_at'>, now: number): Promise<ScheduleFields> => {
-    const problems = cronProblems({ expression: f.cron_expression, timezone: f.timezone, seed: id }, now);
-    if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
-    const bytes = Buffer.byteLength(JSON.stringify(f.payload_template));
+  const withinPayloadCap = async (org: string, payload: Record<string, unknown>): Promise<void> => {
+    const bytes = Buffer.byteLength(JSON.stringify(payload));
     const { plan, limits } = await s.quotas.usage(org);
     const cap = limits.max_payload_bytes;
     if (cap !== null && bytes > cap) {
@@ -157,6 +154,23 @@ export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Schedule
         upgrade_to: upgradeTo(plan.tier),
       });
     }
+  };
+
+  /**
+   * The definition checked as a whole: 422 for a cron expression or zone that cannot fire, 413 for a new
+   * payload template over the plan's cap (an unchanged one is not re-checked: a plan downgrade must not block
+   * a rename).
+   */
+  const checked = async (
+    org: string,
+    id: string,
+    f: Omit<ScheduleFields, 'next_run_at'>,
+    now: number,
+    newPayload: boolean,
+  ): Promise<ScheduleFields> => {
+    const problems = cronProblems({ expression: f.cron_expression, timezone: f.timezone, seed: id }, now);
+    if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
+    if (newPayload) await withinPayloadCap(org, f.payload_template);
     return { ...f, next_run_at: f.paused ? null : new Date(nextFire({ expression: f.cron_expression, timezone: f.timezone, seed: id }, now)) };
   };
 
@@ -185,6 +199,7 @@ export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Schedule
         paused: body.paused ?? false,
       },
       now,
+      true,
     );
     await s.quotas.reserve(org, 'schedules');
     const row = await createSchedule(s.store, id, org, fields, new Date(now)).catch((err) => {
@@ -227,6 +242,7 @@ export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Schedule
         paused: cur.paused,
       },
       now,
+      body.payload_template !== undefined,
     );
     const row = await updateSchedule(s.store, org, cur.id, fields, new Date(now));
     if (!row) throw notFound('Schedule');
