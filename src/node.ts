@@ -24,6 +24,7 @@ import { jobQueryRoutes } from './io/http/routes/job-queries.js';
 import { jobRoutes } from './io/http/routes/jobs.js';
 import { queueQueryRoutes } from './io/http/routes/queue-queries.js';
 import { queueRoutes } from './io/http/routes/queues.js';
+import { scheduleRoutes } from './io/http/routes/schedules.js';
 import type { Services } from './io/http/routes/services.js';
 import { Router } from './io/http/router.js';
 import { HttpServer } from './io/http/server.js';
@@ -43,6 +44,7 @@ import { eventRoutes, eventSocket } from './io/http/routes/events.js';
 import { StreamHub } from './io/events/hub.js';
 import { QueueStatsFeed } from './io/events/queue-stats.js';
 import { RetentionSweeper } from './runtime/retention.js';
+import { Scheduler } from './runtime/scheduler.js';
 import { spawnWorker } from './runtime/spawn.js';
 
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -139,6 +141,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   const channel: InvalidationChannel = config.databaseUrl ? new PgInvalidations(config.databaseUrl, store, log) : new LocalInvalidations();
   let hub: StreamHub | null = null;
   let stats: QueueStatsFeed | null = null;
+  let scheduler: Scheduler | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -171,6 +174,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     pool.onEvents((e) => metrics.onEvents(e));
     pool.onStats((st) => metrics.onCommits(st));
     const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events, invalidations: channel };
+    const sched = (scheduler = new Scheduler({ deps: services, clock, events, log }));
+    await sched.start();
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const streams = (hub = new StreamHub(events, clock, auth, config.streamsPerOrg));
     const queueStats = (stats = new QueueStatsFeed(store, events, clock, streams, log));
@@ -187,6 +192,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...organizationRoutes(services),
       ...metricsRoutes(services, metrics),
       ...eventRoutes(services, { hub: streams, stats: queueStats }),
+      ...scheduleRoutes(services, { scheduler: sched }),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -232,6 +238,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
           h.close(); // ends open streams and WebSockets too
           streams.stop();
           queueStats.stop();
+          await sched.stop();
           await retention.stop();
           await calls.stop();
           await m.close();
@@ -245,6 +252,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     http?.close();
     hub?.stop();
     stats?.stop();
+    await scheduler?.stop();
     await retention.stop();
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});

@@ -1,5 +1,6 @@
-// Every route of SPEC's Jobs, Dead-letter queue and Queues tables (plus the queue config and delete routes of
-// issue 3) answers with a valid credential: neither 404 nor 405, on real resources; so do the Real-time routes.
+// Every route of SPEC's Jobs, Dead-letter queue, Queues and Schedules tables (plus the queue config and delete
+// routes of issue 3) answers with a valid credential: neither 404 nor 405, on real resources; so do the Real-time
+// routes.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startTestNode, type TestNode } from './helpers.js';
@@ -10,11 +11,12 @@ before(async () => {
 });
 after(() => n.stop());
 
-test('every SPEC route of jobs, DLQ and queues exists', async () => {
+test('every SPEC route of jobs, DLQ, queues and schedules exists', async () => {
   const api = n.api;
   const job = await api.enqueue({ queue_name: 'spec', payload: {} });
   const other = await api.enqueue({ queue_name: 'spec', payload: {} });
   const [claimed] = await api.claim('spec');
+  const schedule = (await api.post('/api/v1/schedules', { name: 'spec', queue_name: 'spec', cron_expression: '0 0 0 1 1 *' })).body;
   const routes: Array<[string, string, unknown?]> = [
     ['POST', '/api/v1/jobs', { queue_name: 'spec', payload: {} }],
     ['GET', '/api/v1/jobs'],
@@ -40,6 +42,14 @@ test('every SPEC route of jobs, DLQ and queues exists', async () => {
     ['POST', '/api/v1/queues/spec/resume'],
     ['PUT', '/api/v1/queues/spec/config', { max_retries: 2 }],
     ['DELETE', '/api/v1/queues/spec-made'],
+    ['POST', '/api/v1/schedules', { name: 'spec-2', queue_name: 'spec', cron_expression: '0 0 0 1 1 *' }],
+    ['GET', '/api/v1/schedules'],
+    ['GET', `/api/v1/schedules/${schedule.id}`],
+    ['PUT', `/api/v1/schedules/${schedule.id}`, { name: 'spec-renamed' }],
+    ['POST', `/api/v1/schedules/${schedule.id}/pause`],
+    ['POST', `/api/v1/schedules/${schedule.id}/resume`],
+    ['POST', '/api/v1/schedules/trigger', { schedule_id: schedule.id }],
+    ['DELETE', `/api/v1/schedules/${schedule.id}`],
   ];
   for (const [method, path, body] of routes) {
     const r = await api.call(method, path, body);

@@ -1,14 +1,15 @@
 // Job routes: enqueue (one or bulk), get, claim, complete, fail, heartbeat, cancel, priority, retry.
 import Type, { type Static, type TSchema } from 'typebox';
 import { AppError, notFound, validationError } from '../../../errors.js';
-import type { ClaimReply, EnqueueInput, EnqueueReply } from '../../../actors/queue/queue-actor.js';
-import { getJob, getJobByKey } from '../../db/sql/getJob.js';
+import type { ClaimReply, EnqueueInput } from '../../../actors/queue/queue-actor.js';
+import { getJob } from '../../db/sql/getJob.js';
 import { terminalJobs } from '../../db/sql/terminalJobs.js';
 import { presentJob } from '../present.js';
 import { CreatedJob, Job } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
 import type { Admission } from '../../../runtime/quotas.js';
+import { enqueueAdmitted } from '../../../runtime/enqueue.js';
 import { reviveJobs, type Services } from './services.js';
 
 export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/;
@@ -16,9 +17,9 @@ export const QueueName = Type.String({ minLength: 1, maxLength: 100, pattern: '^
 export const Uuid = Type.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' });
 export const WorkerId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._-]+$' });
 const LeaseId = Type.String({ minLength: 1, maxLength: 100 });
-const LeaseSecs = Type.Integer({ minimum: 5, maximum: 3600 });
-const Priority = Type.Integer({ minimum: -100, maximum: 100 });
-const MaxRetries = Type.Integer({ minimum: 0, maximum: 100 });
+export const LeaseSecs = Type.Integer({ minimum: 5, maximum: 3600 });
+export const Priority = Type.Integer({ minimum: -100, maximum: 100 });
+export const MaxRetries = Type.Integer({ minimum: 0, maximum: 100 });
 
 const JobDefinition = Type.Object({
     queue_name: QueueName,
@@ -141,26 +142,10 @@ export function jobRoutes(s: Services): Route[] {
     },
   });
 
-  /**
-   * Enqueues one admitted job: 201 with the new job, or 200 with the job holding its idempotency key. A job
-   * that was not created gives its admission back.
-   */
+  /** 201 with the new job, or 200 with the job holding its idempotency key. */
   const submit = async (org: string, queue: string, input: EnqueueInput, admission: Admission): Promise<Response> => {
-    let reply: EnqueueReply;
-    try {
-      reply = await s.pool.ask<EnqueueReply>(org, queue, 'enqueue', input);
-    } catch (err) {
-      s.quotas.releaseJobs(org, admission, 1);
-      throw err;
-    }
-    if (reply.created) {
-      s.places.remember(org, reply.job.id, queue);
-      return { status: 201, body: { ...presentJob({ ...reply.job, payload: input.payload }), created: true } };
-    }
-    s.quotas.releaseJobs(org, admission, 1);
-    const existing = await getJobByKey(s.store, org, reply.idempotency_key);
-    if (!existing) throw new AppError('UNAVAILABLE', 'The job holding this idempotency key could not be read; retry');
-    return { status: 200, body: { ...presentJob(existing), created: false } };
+    const { created, job } = await enqueueAdmitted(s, org, queue, input, admission);
+    return { status: created ? 201 : 200, body: { ...presentJob(job), created } };
   };
 
   const enqueue = async (req: Request): Promise<Response> => {

@@ -1,0 +1,33 @@
+// createSchedule — a new schedule, its first fire time already computed (null when created paused).
+import type { Store } from '../store.js';
+import { SCHEDULE_COLUMNS, type ScheduleRow } from './getSchedule.js';
+
+export type ScheduleFields = Pick<
+  ScheduleRow,
+  'name' | 'cron_expression' | 'timezone' | 'queue_name' | 'payload_template' | 'priority' | 'max_retries' | 'timeout_seconds' | 'paused'
+> & { next_run_at: Date | null };
+
+export async function createSchedule(store: Store, id: string, organizationId: string, f: ScheduleFields, at: Date): Promise<ScheduleRow> {
+  const rows = await store.query<ScheduleRow>(
+    `INSERT INTO schedules (id, organization_id, name, cron_expression, timezone, queue_name, payload_template, priority,
+                            max_retries, timeout_seconds, paused, next_run_at, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13, $13)
+     RETURNING ${SCHEDULE_COLUMNS}`,
+    [
+      id,
+      organizationId,
+      f.name,
+      f.cron_expression,
+      f.timezone,
+      f.queue_name,
+      JSON.stringify(f.payload_template),
+      f.priority,
+      f.max_retries,
+      f.timeout_seconds,
+      f.paused,
+      f.next_run_at,
+      at,
+    ],
+  );
+  return rows[0]!;
+}
