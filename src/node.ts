@@ -38,6 +38,9 @@ import { RateLimiter } from './io/http/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
 import { RetentionSweeper } from './runtime/retention.js';
 import { spawnWorker } from './runtime/spawn.js';
+import { workerRoutes } from './io/http/routes/workers.js';
+import { incomingWebhookRoutes } from './io/http/routes/incoming-webhooks.js';
+import { WorkerReaper } from './runtime/worker-reaper.js';
 
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -127,6 +130,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let http: HttpServer | null = null;
   let apiCalls: ApiCalls | null = null;
   let mailer: Mailer | null = null;
+  let reaper: WorkerReaper | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -158,6 +162,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...apiKeyRoutes(services),
       ...authRoutes(services),
       ...organizationRoutes(services),
+      ...workerRoutes(services),
+      ...incomingWebhookRoutes(services),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -183,6 +189,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads)`);
     retention.start();
     calls.start();
+    const r = (reaper = new WorkerReaper({ store, clock, quotas, events, log, staleSeconds: config.workerStaleSeconds }));
+    r.start();
     const p = pool;
     const h = http;
     const m = mailer;
@@ -198,6 +206,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         (stopped ??= (async () => {
           h.close();
           await retention.stop();
+          await r.stop();
           await calls.stop();
           await m.close();
           quotas.stop(); // unused admission credit goes back before the actor threads drain
@@ -208,6 +217,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   } catch (err) {
     http?.close();
     await retention.stop();
+    await reaper?.stop();
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});
     await pool?.stop().catch(() => {});
