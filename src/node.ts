@@ -55,6 +55,8 @@ export interface SluiceNode {
   readonly port: number;
   readonly store: Store;
   readonly pool: ActorPool;
+  /** Public events of every organization, after commit. */
+  readonly events: EventBus;
   /** The background sweep of finished jobs past their plan's retention window. */
   readonly retention: RetentionSweeper;
   /** The key created on first boot, when this boot created it. */
@@ -200,6 +202,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       port,
       store,
       pool: p,
+      events,
       retention,
       bootstrapKey,
       stop: () =>
