@@ -6,7 +6,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
+import type { Store } from '../src/io/db/store.js';
 import type { SluiceEvent } from '../src/runtime/event-bus.js';
+import { WorkerReaper } from '../src/runtime/worker-reaper.js';
 import { loadConfig } from '../src/config.js';
 import { startNode, type SluiceNode } from '../src/node.js';
 import { Api, freshStore, startTestNode, type TestNode } from './helpers.js';
@@ -167,6 +169,37 @@ describe('workers', () => {
     assert.equal(await usedSlots(api), 0);
     assert.equal((await api.post('/api/v1/workers/register')).status, 201, 'the slot is free again');
     assertError(await api.post(`/api/v1/workers/${w}/heartbeat`), 404, 'NOT_FOUND');
+  });
+
+  test('the reaper deletes in bounded statements and releases each slot once', async () => {
+    const { api, id, events } = await org('starter');
+    for (let i = 0; i < 5; i++) assert.equal((await api.post('/api/v1/workers/register', { worker_id: `bulk-${i}` })).status, 201);
+    assertError(await api.post('/api/v1/workers/register'), 429, 'QUOTA_EXCEEDED', QUOTA_EXTRAS);
+    // Stale by the clock without advancing it (which would run the node's own reaper).
+    await n.node.store.query(`UPDATE workers SET last_heartbeat_at = last_heartbeat_at - interval '1 hour' WHERE organization_id = $1`, [id]);
+    const batches: number[] = [];
+    const real = n.node.store;
+    const counting: Store = {
+      query: async (sql, params, name) => {
+        const rows = await real.query(sql, params, name);
+        if (/^\s*DELETE FROM workers WHERE id IN/.test(sql)) batches.push(rows.length);
+        return rows as any[];
+      },
+      exec: (sql) => real.exec(sql),
+      close: async () => {},
+    };
+    const released: string[] = [];
+    const quotas = { release: (org: string, resource: string) => void released.push(`${org}/${resource}`) };
+    const reaper = new WorkerReaper({ store: counting, clock, quotas, events: n.node.events, staleSeconds: 120, batchSize: 2 });
+    try {
+      assert.equal(await reaper.reapOnce(), 5);
+    } finally {
+      await reaper.stop();
+    }
+    assert.deepEqual(batches, [2, 2, 1]);
+    assert.equal(await workerRows(id), 0);
+    assert.deepEqual(released, Array(5).fill(`${id}/workers`));
+    assert.equal(events.filter((e) => e.event === 'worker.deregistered' && e.data.reason === 'stale').length, 5);
   });
 
   test('heartbeats keep a worker alive', async () => {

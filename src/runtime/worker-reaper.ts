@@ -16,8 +16,8 @@ import type { Quotas } from './quotas.js';
 export interface WorkerReaperOptions {
   store: Store;
   clock: Clock;
-  quotas: Quotas;
-  events: EventBus;
+  quotas: Pick<Quotas, 'release'>;
+  events: Pick<EventBus, 'publish'>;
   log?: Log;
   staleSeconds: number;
   intervalMs?: number;

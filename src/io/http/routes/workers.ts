@@ -8,7 +8,7 @@
 // Registrations of one id on this node run one after the other, so 50 concurrent registrations of a new id
 // make one row and one charge and none of them is refused for want of a slot the winner already holds.
 import { randomUUID } from 'node:crypto';
-import Type from 'typebox';
+import Type, { type TSchema } from 'typebox';
 import { AppError, notFound, validationError } from '../../../errors.js';
 import { deleteWorker } from '../../db/sql/deleteWorker.js';
 import { heartbeatWorker } from '../../db/sql/heartbeatWorker.js';
@@ -40,7 +40,7 @@ const RegisterBody = validator(
 
 const WORKERS_CURSOR = cursorCodec('workers', ['text']);
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 export const Worker = Type.Object({
   worker_id: Type.String(),
   queue_name: Nullable(Type.String()),
