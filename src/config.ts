@@ -37,6 +37,10 @@ export interface Config {
   readonly planOverrides: PlanOverrides;
   /** Open SSE streams and WebSockets per organization on one node. */
   readonly streamsPerOrg: number;
+  /** A worker whose last heartbeat is older than this is removed by the stale-worker reaper. */
+  readonly workerStaleSeconds: number;
+  /** The base URL clients reach this service at (webhook URLs); null: taken from the request's Host header. */
+  readonly publicUrl: string | null;
 }
 
 
@@ -104,11 +108,14 @@ export function loadConfig(env: Env = process.env): Config {
     mailFrom: str('MAIL_FROM', 'Sluice <no-reply@localhost>'),
     planOverrides: planOverrides(env, problems),
     streamsPerOrg: int('STREAMS_PER_ORG', 100, 1, 100_000),
+    workerStaleSeconds: int('WORKER_STALE_SECONDS', 120, 1, 86_400),
+    publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : null,
   };
   if (config.jwtSecret !== null && config.jwtSecret.length < 32) problems.push('JWT_SECRET must be at least 32 characters');
   if (config.jwtSecret === null && config.production) problems.push('JWT_SECRET is required when NODE_ENV=production');
   if (config.adminApiKey !== null && config.adminApiKey.length < 16) problems.push('ADMIN_API_KEY must be at least 16 characters');
   if (config.smtpUrl !== null && !/^smtps?:\/\//.test(config.smtpUrl)) problems.push('SMTP_URL must start with smtp:// or smtps://');
+  if (config.publicUrl !== null && !/^https?:\/\/[^/]/.test(config.publicUrl)) problems.push('PUBLIC_URL must be an http:// or https:// URL');
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
 }

@@ -46,6 +46,9 @@ import { QueueStatsFeed } from './io/events/queue-stats.js';
 import { RetentionSweeper } from './runtime/retention.js';
 import { Scheduler } from './runtime/scheduler.js';
 import { spawnWorker } from './runtime/spawn.js';
+import { workerRoutes } from './io/http/routes/workers.js';
+import { incomingWebhookRoutes } from './io/http/routes/incoming-webhooks.js';
+import { WorkerReaper } from './runtime/worker-reaper.js';
 
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -142,6 +145,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let hub: StreamHub | null = null;
   let stats: QueueStatsFeed | null = null;
   let scheduler: Scheduler | null = null;
+  let reaper: WorkerReaper | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -193,6 +197,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...metricsRoutes(services, metrics),
       ...eventRoutes(services, { hub: streams, stats: queueStats }),
       ...scheduleRoutes(services, { scheduler: sched }),
+      ...workerRoutes(services),
+      ...incomingWebhookRoutes(services),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -220,6 +226,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads)`);
     retention.start();
     calls.start();
+    const r = (reaper = new WorkerReaper({ store, clock, quotas, events, log, staleSeconds: config.workerStaleSeconds }));
+    r.start();
     const p = pool;
     const h = http;
     const m = mailer;
@@ -240,6 +248,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
           queueStats.stop();
           await sched.stop();
           await retention.stop();
+          await r.stop();
           await calls.stop();
           await m.close();
           quotas.stop(); // unused admission credit goes back before the actor threads drain
@@ -254,6 +263,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     stats?.stop();
     await scheduler?.stop();
     await retention.stop();
+    await reaper?.stop();
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});
     await pool?.stop().catch(() => {});

@@ -40,3 +40,13 @@ test('PLAN_<TIER>_<RESOURCE> overrides', () => {
   assert.deepEqual(c.planOverrides, { free: { active_jobs: 50 }, pro: { queues: null } });
   assert.throws(() => loadConfig({ PLAN_GOLD_QUEUES: '1', PLAN_FREE_QUEUES: '-1', PLAN_FREE_NOPE: '1' }), (err: ConfigError) => err.problems.length === 3);
 });
+
+test('worker staleness and the public URL', () => {
+  const d = loadConfig({});
+  assert.equal(d.workerStaleSeconds, 120);
+  assert.equal(d.publicUrl, null);
+  const c = loadConfig({ WORKER_STALE_SECONDS: '30', PUBLIC_URL: 'https://queue.example.com/' });
+  assert.equal(c.workerStaleSeconds, 30);
+  assert.equal(c.publicUrl, 'https://queue.example.com');
+  assert.throws(() => loadConfig({ WORKER_STALE_SECONDS: '0', PUBLIC_URL: 'queue.example.com' }), (err: ConfigError) => err.problems.length === 2);
+});

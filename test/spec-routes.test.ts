@@ -69,3 +69,23 @@ test('every SPEC real-time route exists: the SSE routes open a stream, /api/v1/w
   }
   assert.equal((await n.api.get('/api/v1/ws')).status, 426);
 });
+
+test('every SPEC route of workers and incoming webhooks exists', async () => {
+  const api = n.api;
+  const routes: Array<[string, string, unknown?]> = [
+    ['POST', '/api/v1/workers/register', { worker_id: 'spec-worker' }],
+    ['GET', '/api/v1/workers'],
+    ['POST', '/api/v1/workers/spec-worker/heartbeat'],
+    ['POST', '/api/v1/workers/spec-worker/deregister'],
+    ['GET', '/api/v1/organizations/webhook-token'],
+    ['POST', '/api/v1/organizations/webhook-token/regenerate'],
+  ];
+  for (const [method, path, body] of routes) {
+    const r = await api.call(method, path, body);
+    assert.ok(r.status !== 404 && r.status !== 405, `${method} ${path} → ${r.status} ${JSON.stringify(r.body)}`);
+    assert.ok(r.status < 300, `${method} ${path} → ${r.status} ${JSON.stringify(r.body)}`);
+  }
+  const { token, url } = (await api.get('/api/v1/organizations/webhook-token')).body;
+  const r = await api.as('').call('POST', new URL(url).pathname, { queue_name: 'spec', payload: {} }, { 'x-webhook-token': token });
+  assert.equal(r.status, 201, `POST /api/v1/webhooks/:org_id/custom → ${r.status} ${JSON.stringify(r.body)}`);
+});

@@ -26,8 +26,11 @@ export interface Principal {
   /** The API key used directly or behind a JWT; null for email sessions. */
   apiKeyId: string | null;
   permissions: readonly string[];
-  /** api_key: the key itself; jwt: an access token of a session opened with a key; email: an email session. */
-  via: 'api_key' | 'jwt' | 'email';
+  /**
+   * api_key: the key itself; jwt: an access token of a session opened with a key; email: an email session;
+   * webhook: the organization's incoming-webhook token.
+   */
+  via: 'api_key' | 'jwt' | 'email' | 'webhook';
   /** JWT credentials only: the token's jti, its session (the refresh token's jti), and its lifetime (epoch ms). */
   tokenId?: string;
   sessionId?: string;

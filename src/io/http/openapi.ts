@@ -9,6 +9,7 @@ const errorRef = { $ref: '#/components/schemas/Error' };
 
 function errorResponses(route: Route): Record<string, unknown> {
   const codes = new Set<number>([CATALOG.INTERNAL.status]);
+  if (route.authenticate) codes.add(CATALOG.UNAUTHORIZED.status);
   if (route.permission !== null) {
     codes.add(CATALOG.UNAUTHORIZED.status);
     codes.add(CATALOG.FORBIDDEN.status);

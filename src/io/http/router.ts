@@ -13,6 +13,10 @@ export interface Request {
   authorization: string;
   /** X-Admin-Key, '' when absent: the admin routes check it themselves (they take no Bearer credential). */
   adminKey: string;
+  /** X-Webhook-Token, '' when absent: the incoming webhook's credential (its route's `authenticate` reads it). */
+  webhookToken: string;
+  /** The Host header ('' when absent): webhook URLs are built from it when PUBLIC_URL is not set. */
+  host: string;
   body: unknown;
   principal: Principal;
 }
@@ -51,6 +55,12 @@ export interface Route {
   path: string;
   /** null: public (health probes). Otherwise the permission a credential needs ('*' grants all). */
   permission: string | null;
+  /**
+   * A route with permission null that takes a credential of its own instead of Bearer (the incoming webhook's
+   * X-Webhook-Token): it resolves the principal or throws 401, and the principal is then rate-limited and
+   * counted like a Bearer one.
+   */
+  authenticate?: (req: Request) => Promise<Principal>;
   handler: (req: Request) => Promise<Response> | Response;
   doc?: RouteDoc;
   /** The real-time routes only (SPEC Authentication 3): the credential may come as `api_key` or `token` in the query. */

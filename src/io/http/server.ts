@@ -88,6 +88,7 @@ export class HttpServer {
       const query = req.getQuery() ?? '';
       const authorization = req.getHeader('authorization');
       const adminKey = req.getHeader('x-admin-key');
+      const headers = { webhookToken: req.getHeader('x-webhook-token'), host: req.getHeader('host') };
       let aborted = false;
       res.onAborted(() => {
         aborted = true;
@@ -98,7 +99,7 @@ export class HttpServer {
         res.cork(() => write(res, r));
       };
       const run = (body: Buffer | null) => {
-        this.handle(method, path, query, authorization, adminKey, body).then(finish, (err) => finish(this.errorResponse(err)));
+        this.handle(method, path, query, authorization, adminKey, headers, body).then(finish, (err) => finish(this.errorResponse(err)));
       };
       if (method === 'GET') return run(null);
       readBody(res, (body) => (body === null ? finish(this.errorResponse(new AppError('PAYLOAD_TOO_LARGE', 'Request body too large', { limit: MAX_BODY_BYTES }))) : run(body)));
@@ -124,7 +125,15 @@ export class HttpServer {
     this.app = null;
   }
 
-  private async handle(method: Method, path: string, query: string, authorization: string, adminKey: string, raw: Buffer | null): Promise<Response> {
+  private async handle(
+    method: Method,
+    path: string,
+    query: string,
+    authorization: string,
+    adminKey: string,
+    headers: { webhookToken: string; host: string },
+    raw: Buffer | null,
+  ): Promise<Response> {
     const match = this.router.match(method, path);
     if (match === null) throw new AppError('NOT_FOUND', `No route for ${method} ${path}`);
     if ('allow' in match) {
@@ -137,7 +146,12 @@ export class HttpServer {
     else rejectQueryCredential(q);
     let principal = NO_PRINCIPAL;
     if (route.permission !== null) principal = await this.principal(authorization, route.permission);
-    const req: Request = { method, path, params, query: q, authorization, adminKey, body: parseJson(raw), principal };
+    const req: Request = { method, path, params, query: q, authorization, adminKey, ...headers, body: undefined, principal };
+    if (route.authenticate) {
+      req.principal = await route.authenticate(req);
+      await this.admit(req.principal.organizationId);
+    }
+    req.body = parseJson(raw);
     return route.handler(req);
   }
 

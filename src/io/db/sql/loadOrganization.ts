@@ -16,7 +16,8 @@ export async function loadOrganization(store: Store, organizationId: string, now
             (SELECT u.jobs_created FROM usage_daily u WHERE u.organization_id = o.id AND u.day = $2::date) AS journaled_today,
             (SELECT count(*)::int FROM queues q WHERE q.organization_id = o.id) AS queues,
             (SELECT count(*)::int FROM api_keys k WHERE k.organization_id = o.id AND k.revoked_at IS NULL) AS api_keys,
-            (SELECT count(*)::int FROM schedules s WHERE s.organization_id = o.id) AS schedules
+            (SELECT count(*)::int FROM schedules s WHERE s.organization_id = o.id) AS schedules,
+            (SELECT count(*)::int FROM workers w WHERE w.organization_id = o.id) AS workers
        FROM organizations o WHERE o.id = $1`,
     [organizationId, day],
   );
@@ -28,6 +29,6 @@ export async function loadOrganization(store: Store, organizationId: string, now
     day,
     jobsToday: Math.max(r.created_today as number, (r.journaled_today as number | null) ?? 0),
     activeJobs: r.active_jobs as number,
-    counts: { queues: r.queues, api_keys: r.api_keys, workers: 0, schedules: r.schedules, workflows: 0, webhooks: 0 },
+    counts: { queues: r.queues, api_keys: r.api_keys, workers: r.workers, schedules: r.schedules, workflows: 0, webhooks: 0 },
   };
 }

@@ -38,7 +38,7 @@ const JobDefinition = Type.Object({
       ]),
     ),
 });
-const EnqueueBody = validator(JobDefinition);
+export const EnqueueBody = validator(JobDefinition);
 
 export const BULK_MAX = 100;
 // Top-level fields are defaults for the items; a bare array of definitions is accepted too.
@@ -117,16 +117,9 @@ function parseWebhook(url: string | null | undefined): string | null {
   return u.toString();
 }
 
-export function jobRoutes(s: Services): Route[] {
-  /** Which queue actor holds the job, or 404. */
-  const placeOf = async (req: Request, id: string): Promise<string> => {
-    const queue = await s.places.find(req.principal.organizationId, id);
-    if (queue === null) throw notFound('Job');
-    return queue;
-  };
-
-  /** A validated definition, compiled for the queue actor (422 on a bad time or URL). */
-  const compile = (body: Static<typeof JobDefinition>): { queue: string; input: EnqueueInput; bytes: number } => ({
+/** A validated definition, compiled for the queue actor (422 on a bad time or URL). */
+function compile(body: Static<typeof JobDefinition>): { queue: string; input: EnqueueInput; bytes: number } {
+  return {
     queue: body.queue_name,
     bytes: Buffer.byteLength(JSON.stringify(body.payload)),
     input: {
@@ -140,18 +133,30 @@ export function jobRoutes(s: Services): Route[] {
       completion_webhook: parseWebhook(body.completion_webhook),
       completion_webhook_secret: body.completion_webhook_secret ?? null,
     },
-  });
-
-  /** 201 with the new job, or 200 with the job holding its idempotency key. */
-  const submit = async (org: string, queue: string, input: EnqueueInput, admission: Admission): Promise<Response> => {
-    const { created, job } = await enqueueAdmitted(s, org, queue, input, admission);
-    return { status: created ? 201 : 200, body: { ...presentJob(job), created } };
   };
+}
 
-  const enqueue = async (req: Request): Promise<Response> => {
-    const org = req.principal.organizationId;
-    const { queue, input, bytes } = compile(EnqueueBody(req.body));
-    return submit(org, queue, input, await s.quotas.admitJobs(org, [bytes]));
+/** Enqueues one admitted job: 201 with the new job, or 200 with the job holding its idempotency key. */
+async function submit(s: Services, org: string, queue: string, input: EnqueueInput, admission: Admission): Promise<Response> {
+  const { created, job } = await enqueueAdmitted(s, org, queue, input, admission);
+  return { status: created ? 201 : 200, body: { ...presentJob(job), created } };
+}
+
+/**
+ * POST /api/v1/jobs for an organization: validate the create-job body, admit it against the job quotas (413,
+ * 429), enqueue. Every single-job entry point (this route, the incoming webhook) goes through here.
+ */
+export async function enqueueJob(s: Services, org: string, body: unknown): Promise<Response> {
+  const { queue, input, bytes } = compile(EnqueueBody(body));
+  return submit(s, org, queue, input, await s.quotas.admitJobs(org, [bytes]));
+}
+
+export function jobRoutes(s: Services): Route[] {
+  /** Which queue actor holds the job, or 404. */
+  const placeOf = async (req: Request, id: string): Promise<string> => {
+    const queue = await s.places.find(req.principal.organizationId, id);
+    if (queue === null) throw notFound('Job');
+    return queue;
   };
 
   /**
@@ -175,7 +180,7 @@ export function jobRoutes(s: Services): Route[] {
     const succeeded: Array<{ index: number; id: string; created: boolean }> = [];
     if (valid.length > 0) {
       const admission = await s.quotas.admitJobs(org, valid.map((v) => v.bytes));
-      const outcomes = await Promise.allSettled(valid.map((v) => submit(org, v.queue, v.input, admission)));
+      const outcomes = await Promise.allSettled(valid.map((v) => submit(s, org, v.queue, v.input, admission)));
       outcomes.forEach((o, i) => {
         const index = valid[i]!.index;
         if (o.status === 'fulfilled') {
@@ -272,7 +277,7 @@ export function jobRoutes(s: Services): Route[] {
       method: 'POST',
       path: '/api/v1/jobs',
       permission: 'jobs:write',
-      handler: enqueue,
+      handler: (req) => enqueueJob(s, req.principal.organizationId, req.body),
       doc: {
         summary: 'Enqueue a job',
         description: 'A job sent to an unknown queue creates it. An idempotency_key already used in the organization returns that job (200, created: false).',
