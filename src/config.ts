@@ -33,6 +33,14 @@ export interface Config {
   readonly mailFrom: string;
   /** PLAN_<TIER>_<RESOURCE> settings: null means unlimited. */
   readonly planOverrides: PlanOverrides;
+  /** Outgoing webhooks and completion callbacks: attempts of one delivery wait 1, 2, 4, 8 units. */
+  readonly webhookRetryUnitMs: number;
+  /** Per attempt. */
+  readonly webhookTimeoutMs: number;
+  /** Requests in flight, process-wide. */
+  readonly webhookConcurrency: number;
+  /** In production, let outgoing URLs reach private and loopback addresses (self-hosted on a private network). */
+  readonly webhookAllowPrivate: boolean;
 }
 
 
@@ -98,6 +106,10 @@ export function loadConfig(env: Env = process.env): Config {
     smtpUrl: env.SMTP_URL ? env.SMTP_URL : null,
     mailFrom: str('MAIL_FROM', 'Sluice <no-reply@localhost>'),
     planOverrides: planOverrides(env, problems),
+    webhookRetryUnitMs: int('WEBHOOK_RETRY_UNIT_MS', 1000, 1, 3_600_000),
+    webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+    webhookConcurrency: int('WEBHOOK_CONCURRENCY', 64, 1, 10_000),
+    webhookAllowPrivate: oneOf('WEBHOOK_ALLOW_PRIVATE', 'false', ['true', 'false'] as const) === 'true',
   };
   if (config.jwtSecret !== null && config.jwtSecret.length < 32) problems.push('JWT_SECRET must be at least 32 characters');
   if (config.jwtSecret === null && config.production) problems.push('JWT_SECRET is required when NODE_ENV=production');

@@ -23,6 +23,9 @@ import { jobQueryRoutes } from './io/http/routes/job-queries.js';
 import { jobRoutes } from './io/http/routes/jobs.js';
 import { queueQueryRoutes } from './io/http/routes/queue-queries.js';
 import { queueRoutes } from './io/http/routes/queues.js';
+import { outgoingWebhookRoutes } from './io/http/routes/outgoing-webhooks.js';
+import { WebhookDispatcher } from './io/webhooks/dispatcher.js';
+import { policyOf } from './io/webhooks/ssrf.js';
 import type { Services } from './io/http/routes/services.js';
 import { Router } from './io/http/router.js';
 import { HttpServer } from './io/http/server.js';
@@ -127,6 +130,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let http: HttpServer | null = null;
   let apiCalls: ApiCalls | null = null;
   let mailer: Mailer | null = null;
+  let webhooks: WebhookDispatcher | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -146,6 +150,18 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     pool.onEvents((e) => events.fromActors(e));
     const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events };
     const limiter = new RateLimiter(store, clock, config.planOverrides);
+    webhooks = new WebhookDispatcher({
+      store,
+      clock,
+      log,
+      events,
+      quotas,
+      policy: policyOf(config),
+      retryUnitMs: config.webhookRetryUnitMs,
+      timeoutMs: config.webhookTimeoutMs,
+      concurrency: config.webhookConcurrency,
+      planOverrides: config.planOverrides,
+    });
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const router = new Router().add(
       ...healthRoutes(services),
@@ -158,6 +174,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...apiKeyRoutes(services),
       ...authRoutes(services),
       ...organizationRoutes(services),
+      ...outgoingWebhookRoutes(services, webhooks),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -183,7 +200,9 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads)`);
     retention.start();
     calls.start();
+    webhooks.start();
     const p = pool;
+    const wh = webhooks;
     const h = http;
     const m = mailer;
     let stopped: Promise<void> | null = null;
@@ -197,6 +216,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       stop: () =>
         (stopped ??= (async () => {
           h.close();
+          await wh.stop(); // deliveries cut short stay pending: the next boot resumes them
           await retention.stop();
           await calls.stop();
           await m.close();
@@ -207,6 +227,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     };
   } catch (err) {
     http?.close();
+    await webhooks?.stop();
     await retention.stop();
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});
