@@ -57,6 +57,8 @@ export interface SluiceNode {
   readonly pool: ActorPool;
   /** The background sweep of finished jobs past their plan's retention window. */
   readonly retention: RetentionSweeper;
+  /** Outgoing webhook and completion callback deliveries (tests prune its history at a moment they choose). */
+  readonly webhooks: WebhookDispatcher;
   /** The key created on first boot, when this boot created it. */
   readonly bootstrapKey: string | null;
   stop(): Promise<void>;
@@ -212,6 +214,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       store,
       pool: p,
       retention,
+      webhooks: wh,
       bootstrapKey,
       stop: () =>
         (stopped ??= (async () => {
