@@ -437,6 +437,23 @@ describe('outgoing webhooks', () => {
     }
   });
 
+  test('a dead-lettered job retried from the DLQ keeps its completion callback', async () => {
+    const api = await org();
+    const rx = await receiver();
+    const job = await api.enqueue({ queue_name: 'revive', payload: {}, completion_webhook: rx.url, max_retries: 0 });
+    let [c] = await api.claim('revive');
+    await api.post(`/api/v1/jobs/${c.id}/fail`, { worker_id: 'w1', lease_id: c.lease_id, error: 'once' });
+    await until('deadletter callback', () => rx.got.length === 1);
+    assert.equal(rx.got[0]!.body.status, 'deadletter');
+    assert.equal((await api.post(`/api/v1/jobs/${job.id}/retry`)).status, 200);
+    [c] = await api.claim('revive');
+    assert.equal(c.id, job.id);
+    await api.post(`/api/v1/jobs/${c.id}/complete`, { worker_id: 'w1', lease_id: c.lease_id, result: 7 });
+    await until('completion callback', () => rx.got.length === 2);
+    assert.equal(rx.got[1]!.body.status, 'completed');
+    assert.equal(rx.got[1]!.body.result, 7);
+  });
+
   test('isolation: another organization can neither see nor touch an endpoint, nor hear its events', async () => {
     const a = await org();
     const b = await org();
@@ -487,6 +504,7 @@ describe('outgoing webhooks across a restart', () => {
   test('a pending delivery is resumed at boot from its next attempt; the quota counts enabled endpoints', async () => {
     const store = await freshStore();
     const rx = await new Receiver().start();
+    const cb = await new Receiver().start();
     try {
       const first = await startTestNode({ store, env: FAST });
       const { key, organizationId } = await insertKey(first, { plan: 'free' });
@@ -498,19 +516,28 @@ describe('outgoing webhooks across a restart', () => {
          VALUES ($1, $2, 'webhook', $3, 'evt-1', 'job.created', $4, 'pending', 2, now())`,
         [randomUUID(), organizationId, hook.id, body],
       );
+      // A live job with a callback: its actor is rebuilt from rows after the restart and still knows it.
+      const live = await api.as(key).enqueue({ queue_name: 'restart', payload: {}, completion_webhook: cb.url });
       await first.stop();
-      assert.equal(rx.got.length, 0);
+      assert.equal(rx.got.filter((g) => g.body.id === 'evt-1').length, 0);
       // The store has its organization already: no bootstrap key this time.
       const env = { ...first.env };
       const n = await startNode({ config: loadConfig(env) });
       try {
         api = new Api(n.url, key);
-        await until('resumed delivery', () => rx.got.length === 1);
-        assert.equal(rx.got[0]!.raw, body);
-        assert.equal(rx.got[0]!.headers['x-queue-delivery-attempt'], '3');
-        assert.equal(rx.got[0]!.headers['x-queue-signature'], verify('rs', rx.got[0]!));
-        await until('closed', async () => (await api.get(`${HOOKS}/${hook.id}/deliveries`)).body[0]?.status === 'success');
-        assert.equal((await api.get(`${HOOKS}/${hook.id}/deliveries`)).body[0].attempts, 3);
+        await until('resumed delivery', () => rx.got.some((g) => g.body.id === 'evt-1'));
+        const resumed = rx.got.filter((g) => g.body.id === 'evt-1');
+        assert.equal(resumed.length, 1);
+        assert.equal(resumed[0]!.raw, body);
+        assert.equal(resumed[0]!.headers['x-queue-delivery-attempt'], '3');
+        assert.equal(resumed[0]!.headers['x-queue-signature'], verify('rs', resumed[0]!));
+        const evt1 = async () => (await api.get(`${HOOKS}/${hook.id}/deliveries`)).body.find((d: any) => d.event_id === 'evt-1');
+        await until('closed', async () => (await evt1())?.status === 'success');
+        assert.equal((await evt1()).attempts, 3);
+        const [c] = await api.claim('restart');
+        assert.equal(c.id, live.id);
+        await api.post(`/api/v1/jobs/${c.id}/complete`, { worker_id: 'w1', lease_id: c.lease_id });
+        await until('callback after restart', () => cb.got.some((g) => g.body.job_id === live.id));
         // Rebuilt from rows: the one enabled endpoint fills the free plan.
         assertError(await api.post(HOOKS, { name: 'r2', url: rx.url, events: ['job.created'] }), 429, 'QUOTA_EXCEEDED', QUOTA_EXTRAS);
       } finally {
@@ -518,6 +545,7 @@ describe('outgoing webhooks across a restart', () => {
       }
     } finally {
       await rx.stop();
+      await cb.stop();
       await store.dispose();
     }
   });
@@ -555,6 +583,10 @@ describe('SSRF rules', () => {
       assertInvalid(await api.put(`${HOOKS}/${ok.body.id}`, { url: 'https://192.168.1.1/x' }), 'url');
       assertInvalid(await api.put(`${HOOKS}/${ok.body.id}`, { url: 'http://example.com/x' }), 'url');
       assert.equal((await api.get(`${HOOKS}/${ok.body.id}`)).body.url, 'https://example.com/h');
+      // Completion callbacks follow the same rules.
+      assertInvalid(await api.post('/api/v1/jobs', { queue_name: 'q', payload: {}, completion_webhook: 'http://example.com/cb' }), 'completion_webhook');
+      assertInvalid(await api.post('/api/v1/jobs', { queue_name: 'q', payload: {}, completion_webhook: 'https://10.0.0.1/cb' }), 'completion_webhook');
+      assert.equal((await api.post('/api/v1/jobs', { queue_name: 'q', payload: {}, completion_webhook: 'https://example.com/cb' })).status, 201);
     } finally {
       await n.stop();
     }

@@ -9,6 +9,7 @@ import { CreatedJob, Job } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
 import type { Admission } from '../../../runtime/quotas.js';
+import { policyOf, urlProblem, type UrlPolicy } from '../../webhooks/ssrf.js';
 import { reviveJobs, type Services } from './services.js';
 
 export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/;
@@ -102,21 +103,16 @@ function calendarDay(value: string): boolean {
   return m >= 1 && m <= 12 && d >= 1 && d <= new Date(Date.UTC(y, m, 0)).getUTCDate();
 }
 
-function parseWebhook(url: string | null | undefined): string | null {
+/** An absolute http(s) URL that passes the SSRF rules of outgoing webhooks (https and a public host in production). */
+function parseWebhook(url: string | null | undefined, policy: UrlPolicy): string | null {
   if (url === undefined || url === null) return null;
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw validationError([{ field: 'completion_webhook', message: 'must be an absolute http(s) URL' }]);
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    throw validationError([{ field: 'completion_webhook', message: 'must be an absolute http(s) URL' }]);
-  }
-  return u.toString();
+  const problem = urlProblem(url, policy);
+  if (problem !== null) throw validationError([{ field: 'completion_webhook', message: problem }], `completion_webhook ${problem}`);
+  return new URL(url).toString();
 }
 
 export function jobRoutes(s: Services): Route[] {
+  const urlPolicy = policyOf(s.config);
   /** Which queue actor holds the job, or 404. */
   const placeOf = async (req: Request, id: string): Promise<string> => {
     const queue = await s.places.find(req.principal.organizationId, id);
@@ -136,7 +132,7 @@ export function jobRoutes(s: Services): Route[] {
       scheduled_at: parseTime('scheduled_at', body.scheduled_at),
       idempotency_key: body.idempotency_key ?? null,
       tags: Array.isArray(body.tags) ? Object.fromEntries(body.tags.map((t) => [t, ''])) : (body.tags ?? {}),
-      completion_webhook: parseWebhook(body.completion_webhook),
+      completion_webhook: parseWebhook(body.completion_webhook, urlPolicy),
       completion_webhook_secret: body.completion_webhook_secret ?? null,
     },
   });
