@@ -51,6 +51,8 @@ export const WEBHOOK_EVENTS = [
 ] as const;
 
 const PRUNE_BATCH = 1_000;
+/** Changes made through another node reach this one's cache within this time (there is no invalidation channel yet). */
+const CACHE_TTL_MS = 30_000;
 const ORG_PAGE = 500;
 const DAY_MS = 86_400_000;
 
@@ -86,7 +88,7 @@ export interface DeliveryResult {
 
 export class WebhookDispatcher {
   private readonly sender: Sender;
-  private readonly cache = new Map<string, Promise<OutgoingWebhookRow[]>>();
+  private readonly cache = new Map<string, { at: number; hooks: Promise<OutgoingWebhookRow[]> }>();
   private readonly tasks = new Set<Promise<unknown>>();
   private readonly sleepers = new Set<() => void>();
   private unsubscribe: (() => void) | null = null;
@@ -167,14 +169,16 @@ export class WebhookDispatcher {
   }
 
   private subscribed(organizationId: string): Promise<OutgoingWebhookRow[]> {
-    let hooks = this.cache.get(organizationId);
-    if (!hooks) {
-      hooks = enabledWebhooks(this.o.store, organizationId);
-      this.cache.set(organizationId, hooks);
+    const now = this.o.clock.now();
+    let entry = this.cache.get(organizationId);
+    if (!entry || now - entry.at > CACHE_TTL_MS) {
+      const hooks = enabledWebhooks(this.o.store, organizationId);
+      const fresh = { at: now, hooks };
+      this.cache.set(organizationId, (entry = fresh));
       // A failed read is not cached: the next event tries again.
-      hooks.catch(() => this.cache.get(organizationId) === hooks && this.cache.delete(organizationId));
+      hooks.catch(() => this.cache.get(organizationId) === fresh && this.cache.delete(organizationId));
     }
-    return hooks;
+    return entry.hooks;
   }
 
   private async onEvent(e: SluiceEvent): Promise<void> {
