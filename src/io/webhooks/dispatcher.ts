@@ -185,6 +185,8 @@ export class WebhookDispatcher {
     if (this.stopping) return;
     const { callback, ...data } = e.data;
     const created = Date.parse(e.created_at);
+    const terminal = e.event === 'job.completed' || (e.event === 'job.failed' && data.status === 'deadletter');
+    if (callback === true && terminal) this.track(this.callback(e, data, created));
     const sends: Promise<unknown>[] = [];
     const hooks = (await this.subscribed(e.organization_id)).filter((w) => w.events.includes(e.event));
     if (hooks.length > 0) {
@@ -194,8 +196,6 @@ export class WebhookDispatcher {
         sends.push(insertDelivery(this.o.store, d).then(() => this.deliver(d, 0, w)));
       }
     }
-    const terminal = e.event === 'job.completed' || (e.event === 'job.failed' && data.status === 'deadletter');
-    if (callback === true && terminal) sends.push(this.callback(e, data, created));
     await Promise.all(sends);
   }
 
