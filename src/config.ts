@@ -41,6 +41,14 @@ export interface Config {
   readonly workerStaleSeconds: number;
   /** The base URL clients reach this service at (webhook URLs); null: taken from the request's Host header. */
   readonly publicUrl: string | null;
+  /** Outgoing webhooks and completion callbacks: attempts of one delivery wait 1, 2, 4, 8 units. */
+  readonly webhookRetryUnitMs: number;
+  /** Per attempt. */
+  readonly webhookTimeoutMs: number;
+  /** Requests in flight, process-wide. */
+  readonly webhookConcurrency: number;
+  /** In production, let outgoing URLs reach private and loopback addresses (self-hosted on a private network). */
+  readonly webhookAllowPrivate: boolean;
 }
 
 
@@ -110,6 +118,10 @@ export function loadConfig(env: Env = process.env): Config {
     streamsPerOrg: int('STREAMS_PER_ORG', 100, 1, 100_000),
     workerStaleSeconds: int('WORKER_STALE_SECONDS', 120, 1, 86_400),
     publicUrl: env.PUBLIC_URL ? env.PUBLIC_URL.replace(/\/+$/, '') : null,
+    webhookRetryUnitMs: int('WEBHOOK_RETRY_UNIT_MS', 1000, 1, 3_600_000),
+    webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
+    webhookConcurrency: int('WEBHOOK_CONCURRENCY', 64, 1, 10_000),
+    webhookAllowPrivate: oneOf('WEBHOOK_ALLOW_PRIVATE', 'false', ['true', 'false'] as const) === 'true',
   };
   if (config.jwtSecret !== null && config.jwtSecret.length < 32) problems.push('JWT_SECRET must be at least 32 characters');
   if (config.jwtSecret === null && config.production) problems.push('JWT_SECRET is required when NODE_ENV=production');

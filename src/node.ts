@@ -25,6 +25,9 @@ import { jobRoutes } from './io/http/routes/jobs.js';
 import { queueQueryRoutes } from './io/http/routes/queue-queries.js';
 import { queueRoutes } from './io/http/routes/queues.js';
 import { scheduleRoutes } from './io/http/routes/schedules.js';
+import { outgoingWebhookRoutes } from './io/http/routes/outgoing-webhooks.js';
+import { WebhookDispatcher } from './io/webhooks/dispatcher.js';
+import { policyOf } from './io/webhooks/ssrf.js';
 import type { Services } from './io/http/routes/services.js';
 import { Router } from './io/http/router.js';
 import { HttpServer } from './io/http/server.js';
@@ -68,6 +71,8 @@ export interface SluiceNode {
   /** Public events, and the real-time streams open on this node. */
   readonly events: EventBus;
   readonly streams: StreamHub;
+  /** Outgoing webhook and completion callback deliveries (tests prune its history at a moment they choose). */
+  readonly webhooks: WebhookDispatcher;
   /** The key created on first boot, when this boot created it. */
   readonly bootstrapKey: string | null;
   stop(): Promise<void>;
@@ -146,6 +151,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let stats: QueueStatsFeed | null = null;
   let scheduler: Scheduler | null = null;
   let reaper: WorkerReaper | null = null;
+  let webhooks: WebhookDispatcher | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -180,6 +186,18 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events, invalidations: channel };
     const sched = (scheduler = new Scheduler({ deps: services, clock, events, log }));
     await sched.start();
+    webhooks = new WebhookDispatcher({
+      store,
+      clock,
+      log,
+      events,
+      quotas,
+      policy: policyOf(config),
+      retryUnitMs: config.webhookRetryUnitMs,
+      timeoutMs: config.webhookTimeoutMs,
+      concurrency: config.webhookConcurrency,
+      planOverrides: config.planOverrides,
+    });
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const streams = (hub = new StreamHub(events, clock, auth, config.streamsPerOrg));
     const queueStats = (stats = new QueueStatsFeed(store, events, clock, streams, log));
@@ -199,6 +217,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...scheduleRoutes(services, { scheduler: sched }),
       ...workerRoutes(services),
       ...incomingWebhookRoutes(services),
+      ...outgoingWebhookRoutes(services, webhooks),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -228,7 +247,9 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     calls.start();
     const r = (reaper = new WorkerReaper({ store, clock, quotas, events, log, staleSeconds: config.workerStaleSeconds }));
     r.start();
+    webhooks.start();
     const p = pool;
+    const wh = webhooks;
     const h = http;
     const m = mailer;
     let stopped: Promise<void> | null = null;
@@ -240,10 +261,12 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       retention,
       events,
       streams,
+      webhooks: wh,
       bootstrapKey,
       stop: () =>
         (stopped ??= (async () => {
           h.close(); // ends open streams and WebSockets too
+          await wh.stop(); // deliveries cut short stay pending: the next boot resumes them
           streams.stop();
           queueStats.stop();
           await sched.stop();
@@ -262,6 +285,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     hub?.stop();
     stats?.stop();
     await scheduler?.stop();
+    await webhooks?.stop();
     await retention.stop();
     await reaper?.stop();
     await apiCalls?.stop().catch(() => {});

@@ -1,6 +1,6 @@
-// Every route of SPEC's Jobs, Dead-letter queue, Queues and Schedules tables (plus the queue config and delete
-// routes of issue 3) answers with a valid credential: neither 404 nor 405, on real resources; so do the Real-time
-// routes.
+// Every route of SPEC's Jobs, Dead-letter queue, Queues, Schedules and Outgoing webhooks tables (plus the queue
+// config and delete routes of issue 3) answers with a valid credential: neither 404 nor 405, on real resources;
+// so do the Real-time, Workers and incoming webhook routes.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startTestNode, type TestNode } from './helpers.js';
@@ -11,7 +11,7 @@ before(async () => {
 });
 after(() => n.stop());
 
-test('every SPEC route of jobs, DLQ, queues and schedules exists', async () => {
+test('every SPEC route of jobs, DLQ, queues, schedules and outgoing webhooks exists', async () => {
   const api = n.api;
   const job = await api.enqueue({ queue_name: 'spec', payload: {} });
   const other = await api.enqueue({ queue_name: 'spec', payload: {} });
@@ -51,6 +51,17 @@ test('every SPEC route of jobs, DLQ, queues and schedules exists', async () => {
     ['POST', '/api/v1/schedules/trigger', { schedule_id: schedule.id }],
     ['DELETE', `/api/v1/schedules/${schedule.id}`],
   ];
+  // Outgoing webhooks: the endpoint points at a closed local port, so the test delivery fails fast.
+  const hook = await api.post('/api/v1/outgoing-webhooks', { name: 'spec', url: 'http://127.0.0.1:9/spec', events: ['job.created'] });
+  routes.push(
+    ['POST', '/api/v1/outgoing-webhooks', { name: 'spec2', url: 'http://127.0.0.1:9/spec', events: ['job.created'], enabled: false }],
+    ['GET', '/api/v1/outgoing-webhooks'],
+    ['GET', `/api/v1/outgoing-webhooks/${hook.body.id}`],
+    ['PUT', `/api/v1/outgoing-webhooks/${hook.body.id}`, { events: ['job.completed'] }],
+    ['POST', `/api/v1/outgoing-webhooks/${hook.body.id}/test`],
+    ['GET', `/api/v1/outgoing-webhooks/${hook.body.id}/deliveries`],
+    ['DELETE', `/api/v1/outgoing-webhooks/${hook.body.id}`],
+  );
   for (const [method, path, body] of routes) {
     const r = await api.call(method, path, body);
     assert.ok(r.status !== 404 && r.status !== 405, `${method} ${path} → ${r.status} ${JSON.stringify(r.body)}`);

@@ -54,6 +54,8 @@ export interface LiveJob {
   /** Length of the current lease, which a heartbeat without a duration renews. */
   lease_ms: number;
   idempotency_key: string | null;
+  /** The job has a completion callback: its terminal events say so (`callback: true`) for the webhook sender. */
+  callback: boolean;
   ver: number;
 }
 
@@ -122,11 +124,15 @@ export interface ReviveInput {
   timeout_seconds: number;
   last_error: string | null;
   idempotency_key: string | null;
+  callback: boolean;
 }
 
 export type ReviveOutcome = { id: string; revived: true; job: Record<string, unknown> } | { id: string; revived: false; reason: string };
 
 export const backoffMs = (retryCount: number, unitMs: number): number => Math.min(2 ** retryCount, 60) * unitMs;
+
+/** Marks a terminal event of a job with a completion callback; nothing for the others. */
+const callbackOf = (job: LiveJob): { callback?: true } => (job.callback ? { callback: true } : {});
 
 const readyOrder = (a: Entry, b: Entry): boolean =>
   a.job.priority !== b.job.priority ? a.job.priority > b.job.priority : a.job.id < b.job.id;
@@ -213,6 +219,7 @@ export class QueueActor {
       lease_expires_at: null,
       lease_ms: row.timeout_seconds * 1000,
       idempotency_key: key,
+      callback: input.completion_webhook !== null,
       ver: 0,
     };
     this.jobs.set(id, job);
@@ -280,7 +287,7 @@ export class QueueActor {
       result: input.result,
     });
     this.finished(job, 'completed', fx);
-    this.publish(fx, 'job.completed', job.id, 'completed', { worker_id: input.worker_id, result: input.result ?? null });
+    this.publish(fx, 'job.completed', job.id, 'completed', { worker_id: input.worker_id, result: input.result ?? null, ...callbackOf(job) });
     return () => ({ id: job.id, status: 'completed', completed_at: now });
   }
 
@@ -312,6 +319,7 @@ export class QueueActor {
       retry_count: job.retry_count,
       will_retry: status === 'scheduled',
       next_run_at: status === 'scheduled' ? job.scheduled_at : null,
+      ...(status === 'deadletter' ? callbackOf(job) : {}),
     });
     const reply = {
       id: job.id,
@@ -392,6 +400,7 @@ export class QueueActor {
         lease_expires_at: null,
         lease_ms: input.timeout_seconds * 1000,
         idempotency_key: input.idempotency_key,
+        callback: input.callback,
         ver: 0,
       };
       this.jobs.set(job.id, job);
@@ -501,6 +510,7 @@ export class QueueActor {
         retry_count: job.retry_count,
         will_retry: retry,
         next_run_at: retry ? now : null,
+        ...(retry ? {} : callbackOf(job)),
       });
     }
     if (promoted) this.feedWaiters(fx);

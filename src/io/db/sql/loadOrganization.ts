@@ -1,5 +1,5 @@
 // loadOrganization — what an OrgActor holds, re-derived from rows: the plan, and counters counted from live
-// rows (active jobs, queues, keys). Jobs created today is the larger of the journaled daily count and the jobs
+// rows (active jobs, queues, keys, enabled outgoing webhooks). Jobs created today is the larger of the journaled daily count and the jobs
 // rows created today: the journal covers revived dead letters (no new row), the rows cover a count that was
 // admitted but whose journal write did not land before a crash.
 import { utcDay, type OrgSnapshot } from '../../../actors/org/org-actor.js';
@@ -17,7 +17,8 @@ export async function loadOrganization(store: Store, organizationId: string, now
             (SELECT count(*)::int FROM queues q WHERE q.organization_id = o.id) AS queues,
             (SELECT count(*)::int FROM api_keys k WHERE k.organization_id = o.id AND k.revoked_at IS NULL) AS api_keys,
             (SELECT count(*)::int FROM schedules s WHERE s.organization_id = o.id) AS schedules,
-            (SELECT count(*)::int FROM workers w WHERE w.organization_id = o.id) AS workers
+            (SELECT count(*)::int FROM workers w WHERE w.organization_id = o.id) AS workers,
+            (SELECT count(*)::int FROM outgoing_webhooks w WHERE w.organization_id = o.id AND w.enabled) AS webhooks
        FROM organizations o WHERE o.id = $1`,
     [organizationId, day],
   );
@@ -29,6 +30,6 @@ export async function loadOrganization(store: Store, organizationId: string, now
     day,
     jobsToday: Math.max(r.created_today as number, (r.journaled_today as number | null) ?? 0),
     activeJobs: r.active_jobs as number,
-    counts: { queues: r.queues, api_keys: r.api_keys, workers: r.workers, schedules: r.schedules, workflows: 0, webhooks: 0 },
+    counts: { queues: r.queues, api_keys: r.api_keys, workers: r.workers, schedules: r.schedules, workflows: 0, webhooks: r.webhooks },
   };
 }

@@ -19,7 +19,7 @@ export async function loadQueue(
     ),
     store.query(
       `SELECT id, status, priority, retry_count, max_retries, timeout_seconds, last_error, scheduled_at, started_at,
-              assigned_worker_id, lease_id, lease_expires_at, idempotency_key
+              assigned_worker_id, lease_id, lease_expires_at, idempotency_key, completion_webhook IS NOT NULL AS callback
          FROM jobs
         WHERE organization_id = $1 AND queue_name = $2 AND status IN ('pending', 'scheduled', 'processing')`,
       [organizationId, name],
@@ -41,6 +41,7 @@ export async function loadQueue(
     // The original lease length is not kept; a heartbeat without a duration then renews by the job timeout.
     lease_ms: (r.timeout_seconds as number) * 1000,
     idempotency_key: r.idempotency_key as string | null,
+    callback: r.callback as boolean,
   }));
   const q = queues[0];
   const queue: QueueState | null = q

@@ -10,6 +10,7 @@ import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
 import type { Admission } from '../../../runtime/quotas.js';
 import { enqueueAdmitted } from '../../../runtime/enqueue.js';
+import { policyOf, urlProblem, type UrlPolicy } from '../../webhooks/ssrf.js';
 import { reviveJobs, type Services } from './services.js';
 
 export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/;
@@ -103,22 +104,16 @@ function calendarDay(value: string): boolean {
   return m >= 1 && m <= 12 && d >= 1 && d <= new Date(Date.UTC(y, m, 0)).getUTCDate();
 }
 
-function parseWebhook(url: string | null | undefined): string | null {
+/** An absolute http(s) URL that passes the SSRF rules of outgoing webhooks (https and a public host in production). */
+function parseWebhook(url: string | null | undefined, policy: UrlPolicy): string | null {
   if (url === undefined || url === null) return null;
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw validationError([{ field: 'completion_webhook', message: 'must be an absolute http(s) URL' }]);
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
-    throw validationError([{ field: 'completion_webhook', message: 'must be an absolute http(s) URL' }]);
-  }
-  return u.toString();
+  const problem = urlProblem(url, policy);
+  if (problem !== null) throw validationError([{ field: 'completion_webhook', message: problem }], `completion_webhook ${problem}`);
+  return new URL(url).toString();
 }
 
 /** A validated definition, compiled for the queue actor (422 on a bad time or URL). */
-function compile(body: Static<typeof JobDefinition>): { queue: string; input: EnqueueInput; bytes: number } {
+function compile(body: Static<typeof JobDefinition>, urlPolicy: UrlPolicy): { queue: string; input: EnqueueInput; bytes: number } {
   return {
     queue: body.queue_name,
     bytes: Buffer.byteLength(JSON.stringify(body.payload)),
@@ -130,7 +125,7 @@ function compile(body: Static<typeof JobDefinition>): { queue: string; input: En
       scheduled_at: parseTime('scheduled_at', body.scheduled_at),
       idempotency_key: body.idempotency_key ?? null,
       tags: Array.isArray(body.tags) ? Object.fromEntries(body.tags.map((t) => [t, ''])) : (body.tags ?? {}),
-      completion_webhook: parseWebhook(body.completion_webhook),
+      completion_webhook: parseWebhook(body.completion_webhook, urlPolicy),
       completion_webhook_secret: body.completion_webhook_secret ?? null,
     },
   };
@@ -147,11 +142,12 @@ async function submit(s: Services, org: string, queue: string, input: EnqueueInp
  * 429), enqueue. Every single-job entry point (this route, the incoming webhook) goes through here.
  */
 export async function enqueueJob(s: Services, org: string, body: unknown): Promise<Response> {
-  const { queue, input, bytes } = compile(EnqueueBody(body));
+  const { queue, input, bytes } = compile(EnqueueBody(body), policyOf(s.config));
   return submit(s, org, queue, input, await s.quotas.admitJobs(org, [bytes]));
 }
 
 export function jobRoutes(s: Services): Route[] {
+  const urlPolicy = policyOf(s.config);
   /** Which queue actor holds the job, or 404. */
   const placeOf = async (req: Request, id: string): Promise<string> => {
     const queue = await s.places.find(req.principal.organizationId, id);
@@ -171,7 +167,7 @@ export function jobRoutes(s: Services): Route[] {
     jobs.forEach((item, index) => {
       try {
         const merged = item !== null && typeof item === 'object' && !Array.isArray(item) ? { ...defaults, ...item } : item;
-        valid.push({ index, ...compile(EnqueueBody(merged)) });
+        valid.push({ index, ...compile(EnqueueBody(merged), urlPolicy) });
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         failed.push({ index, error: err.toBody() });

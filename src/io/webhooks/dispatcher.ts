@@ -1,0 +1,322 @@
+// The webhook dispatcher: turns the node's committed events into deliveries.
+//
+//   event → the organization's enabled endpoints subscribed to its name (cached per organization; the CRUD
+//   routes invalidate) → one 'pending' delivery row each → attempts 1…5, waiting 1, 2, 4, 8 retry units
+//   between them → the row closed, the endpoint's counters moved (finishDelivery; the 20th consecutive failure
+//   auto-disables it and frees its quota slot).
+//   job.completed, and job.failed with status deadletter, of a job that has a completion callback (the actor
+//   marks them `callback: true`) → one 'callback' delivery to the job's completion_webhook, signed with its
+//   completion_webhook_secret when it has one, same attempts.
+//
+// At boot the deliveries left pending are resumed from the attempt after the last recorded. At stop, waits
+// and requests in flight are cut short and their deliveries stay pending for the next boot. The retry waits are
+// real time (WEBHOOK_RETRY_UNIT_MS), like the HTTP timeouts; timestamps come from the node's clock.
+import { randomUUID } from 'node:crypto';
+import { setImmediate as yieldTurn } from 'node:timers/promises';
+import { isPlanTier, resolveLimits, type LimitOverrides, type PlanOverrides } from '../../actors/org/plans.js';
+import type { Clock } from '../../clock.js';
+import type { EventBus, SluiceEvent } from '../../runtime/event-bus.js';
+import type { Quotas } from '../../runtime/quotas.js';
+import type { Log } from '../../log.js';
+import { finishDelivery } from '../db/sql/finishDelivery.js';
+import { getJob } from '../db/sql/getJob.js';
+import { insertDelivery, type NewDelivery } from '../db/sql/insertDelivery.js';
+import { enabledWebhooks, getOutgoingWebhook, type OutgoingWebhookRow } from '../db/sql/listOutgoingWebhooks.js';
+import { organizationPlans } from '../db/sql/organizationPlans.js';
+import { pendingDeliveries, type PendingDelivery } from '../db/sql/pendingDeliveries.js';
+import { pruneDeliveries } from '../db/sql/pruneDeliveries.js';
+import { recordDeliveryAttempt } from '../db/sql/recordDeliveryAttempt.js';
+import type { Store } from '../db/store.js';
+import { Sender } from './sender.js';
+import { deliveryHeaders } from './signing.js';
+import type { UrlPolicy } from './ssrf.js';
+
+/** SPEC Limits rule 8. */
+export const MAX_ATTEMPTS = 5;
+export const DISABLE_AFTER = 20;
+export const TEST_EVENT = 'webhook.test';
+
+/** The names an endpoint may subscribe to (SPEC "Outgoing webhook events"). */
+export const WEBHOOK_EVENTS = [
+  'job.created',
+  'job.started',
+  'job.completed',
+  'job.failed',
+  'job.cancelled',
+  'queue.paused',
+  'queue.resumed',
+  'worker.registered',
+  'worker.deregistered',
+  'schedule.triggered',
+] as const;
+
+const PRUNE_BATCH = 1_000;
+/** Changes made through another node reach this one's cache within this time (there is no invalidation channel yet). */
+const CACHE_TTL_MS = 30_000;
+const ORG_PAGE = 500;
+const DAY_MS = 86_400_000;
+
+export interface DispatcherOptions {
+  store: Store;
+  clock: Clock;
+  log: Log;
+  events: EventBus;
+  quotas: Quotas;
+  policy: UrlPolicy;
+  retryUnitMs: number;
+  timeoutMs: number;
+  concurrency: number;
+  planOverrides: PlanOverrides;
+  /** Time between history prunes (real time). */
+  pruneIntervalMs?: number;
+}
+
+interface Target {
+  url: string;
+  secret: string | null;
+}
+
+/** What a delivery ended as (the test route answers it). */
+export interface DeliveryResult {
+  id: string;
+  event: string;
+  status: 'success' | 'failed' | 'pending';
+  attempts: number;
+  response_status: number | null;
+  error: string | null;
+}
+
+export class WebhookDispatcher {
+  private readonly sender: Sender;
+  private readonly cache = new Map<string, { at: number; hooks: Promise<OutgoingWebhookRow[]> }>();
+  private readonly tasks = new Set<Promise<unknown>>();
+  private readonly sleepers = new Set<() => void>();
+  private unsubscribe: (() => void) | null = null;
+  private pruneTimer: NodeJS.Timeout | null = null;
+  private stopping = false;
+
+  constructor(private readonly o: DispatcherOptions) {
+    this.sender = new Sender({ policy: o.policy, timeoutMs: o.timeoutMs, concurrency: o.concurrency });
+  }
+
+  start(): void {
+    this.unsubscribe = this.o.events.subscribe(null, (e) => this.track(this.onEvent(e)));
+    this.track(this.resume());
+    this.pruneTimer = setInterval(() => this.track(this.pruneOnce()), this.o.pruneIntervalMs ?? 3_600_000);
+    this.pruneTimer.unref();
+  }
+
+  /** Cuts waits and requests short (their deliveries stay pending) and waits for every task to end. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.unsubscribe?.();
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
+    for (const wake of this.sleepers) wake();
+    await this.sender.close();
+    while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
+  }
+
+  /** The organization's endpoints changed: the next event reads them again. */
+  invalidate(organizationId: string): void {
+    this.cache.delete(organizationId);
+  }
+
+  /** One `webhook.test` delivery to this endpoint now, a single attempt; its outcome. */
+  async test(webhook: OutgoingWebhookRow): Promise<DeliveryResult> {
+    const at = this.o.clock.now();
+    const eventId = randomUUID();
+    const body = JSON.stringify({
+      id: eventId,
+      event: TEST_EVENT,
+      created_at: new Date(at).toISOString(),
+      data: { webhook_id: webhook.id, message: 'A test delivery' },
+    });
+    const d = this.newDelivery(webhook.organization_id, 'test', webhook.id, null, eventId, TEST_EVENT, body, at);
+    await insertDelivery(this.o.store, d);
+    return this.deliver(d, 0, webhook, 1);
+  }
+
+  /** Deletes finished deliveries past each organization's history retention; returns how many went. */
+  async pruneOnce(): Promise<number> {
+    let deleted = 0;
+    let afterId: string | null = null;
+    const now = this.o.clock.now();
+    while (!this.stopping) {
+      const orgs = await organizationPlans(this.o.store, afterId, ORG_PAGE);
+      for (const org of orgs) {
+        const days = this.retentionDays(org.plan, org.limit_overrides);
+        if (days === null) continue;
+        for (;;) {
+          const n = await pruneDeliveries(this.o.store, org.id, new Date(now - days * DAY_MS), PRUNE_BATCH);
+          deleted += n;
+          if (n < PRUNE_BATCH || this.stopping) break;
+          await yieldTurn();
+        }
+      }
+      if (orgs.length < ORG_PAGE) break;
+      afterId = orgs[orgs.length - 1]!.id;
+    }
+    return deleted;
+  }
+
+  private retentionDays(plan: string, overrides: LimitOverrides): number | null {
+    return isPlanTier(plan) ? resolveLimits(plan, this.o.planOverrides, overrides).history_retention_days : null;
+  }
+
+  private track(p: Promise<unknown>): void {
+    const t = p.catch((err) => this.o.log.error('webhook delivery failed', err)).finally(() => this.tasks.delete(t));
+    this.tasks.add(t);
+  }
+
+  private subscribed(organizationId: string): Promise<OutgoingWebhookRow[]> {
+    const now = this.o.clock.now();
+    let entry = this.cache.get(organizationId);
+    if (!entry || now - entry.at > CACHE_TTL_MS) {
+      const hooks = enabledWebhooks(this.o.store, organizationId);
+      const fresh = { at: now, hooks };
+      this.cache.set(organizationId, (entry = fresh));
+      // A failed read is not cached: the next event tries again.
+      hooks.catch(() => this.cache.get(organizationId) === fresh && this.cache.delete(organizationId));
+    }
+    return entry.hooks;
+  }
+
+  private async onEvent(e: SluiceEvent): Promise<void> {
+    if (this.stopping) return;
+    const { callback, ...data } = e.data;
+    const created = Date.parse(e.created_at);
+    const terminal = e.event === 'job.completed' || (e.event === 'job.failed' && data.status === 'deadletter');
+    if (callback === true && terminal) this.track(this.callback(e, data, created));
+    const sends: Promise<unknown>[] = [];
+    const hooks = (await this.subscribed(e.organization_id)).filter((w) => w.events.includes(e.event));
+    if (hooks.length > 0) {
+      const body = JSON.stringify({ id: e.id, event: e.event, created_at: e.created_at, data });
+      for (const w of hooks) {
+        const d = this.newDelivery(e.organization_id, 'webhook', w.id, null, e.id, e.event, body, created);
+        sends.push(insertDelivery(this.o.store, d).then(() => this.deliver(d, 0, w)));
+      }
+    }
+    await Promise.all(sends);
+  }
+
+  private async callback(e: SluiceEvent, data: Record<string, unknown>, created: number): Promise<void> {
+    const jobId = data.job_id as string;
+    const job = await getJob(this.o.store, e.organization_id, jobId);
+    if (!job?.completion_webhook) return;
+    const outcome = e.event === 'job.completed' ? { result: data.result ?? null } : { error: data.error ?? null };
+    const body = JSON.stringify({
+      id: e.id,
+      event: e.event,
+      created_at: e.created_at,
+      job_id: jobId,
+      queue_name: data.queue_name,
+      status: data.status,
+      ...outcome,
+    });
+    const d = this.newDelivery(e.organization_id, 'callback', null, jobId, e.id, e.event, body, created);
+    await insertDelivery(this.o.store, d);
+    await this.deliver(d, 0, { url: job.completion_webhook, secret: job.completion_webhook_secret ?? null });
+  }
+
+  /** Deliveries a stopped node left pending, read again with their current target. */
+  private async resume(): Promise<void> {
+    const pending = await pendingDeliveries(this.o.store, 10_000);
+    if (pending.length > 0) this.o.log.info(`webhooks: resuming ${pending.length} pending deliveries`);
+    await Promise.all(pending.map((p) => this.resumeOne(p)));
+  }
+
+  private async resumeOne(p: PendingDelivery): Promise<void> {
+    let target: Target | null = null;
+    if (p.webhook_id !== null) {
+      const w = await getOutgoingWebhook(this.o.store, p.organization_id, p.webhook_id);
+      target = w && (w.enabled || p.kind === 'test') ? w : null;
+    } else if (p.job_id !== null) {
+      const job = await getJob(this.o.store, p.organization_id, p.job_id);
+      target = job?.completion_webhook ? { url: job.completion_webhook, secret: job.completion_webhook_secret ?? null } : null;
+    }
+    const d = { id: p.id, organizationId: p.organization_id, kind: p.kind, event: p.event, body: p.body };
+    if (target === null) {
+      await finishDelivery(
+        this.o.store,
+        p.id,
+        { ok: false, attempts: p.attempts, responseStatus: null, error: 'the endpoint is gone or disabled', at: new Date(this.o.clock.now()), counts: false },
+        DISABLE_AFTER,
+      );
+      return;
+    }
+    await this.deliver(d, p.attempts, target, p.kind === 'test' ? 1 : MAX_ATTEMPTS);
+  }
+
+  private newDelivery(
+    organizationId: string,
+    kind: NewDelivery['kind'],
+    webhookId: string | null,
+    jobId: string | null,
+    eventId: string,
+    event: string,
+    body: string,
+    at: number,
+  ): NewDelivery {
+    return { id: randomUUID(), organizationId, kind, webhookId, jobId, eventId, event, body, at: new Date(at) };
+  }
+
+  /** Attempts `done + 1` … `maxAttempts`, then closes the delivery. */
+  private async deliver(
+    d: Pick<NewDelivery, 'id' | 'organizationId' | 'kind' | 'event' | 'body'>,
+    done: number,
+    target: Target,
+    maxAttempts = MAX_ATTEMPTS,
+  ): Promise<DeliveryResult> {
+    let attempt = done;
+    let last = { ok: false, status: null as number | null, error: null as string | null };
+    while (attempt < maxAttempts) {
+      if (attempt > 0) {
+        // 1, 2, 4, 8 units before attempts 2…5.
+        await this.sleep(this.o.retryUnitMs * 2 ** (attempt - 1));
+      }
+      if (this.stopping) return this.result(d, 'pending', attempt, last);
+      attempt++;
+      const headers = deliveryHeaders({
+        event: d.event,
+        deliveryId: d.id,
+        attempt,
+        timestamp: Math.floor(this.o.clock.now() / 1000),
+        secret: target.secret,
+        body: d.body,
+      });
+      last = await this.sender.attempt(target.url, headers, d.body);
+      if (last.ok) break;
+      // Cut short by the stop: not an attempt the endpoint failed.
+      if (this.sender.stopped) return this.result(d, 'pending', attempt - 1, last);
+      if (attempt < maxAttempts) await recordDeliveryAttempt(this.o.store, d.id, attempt, last.status, last.error);
+    }
+    const disabled = await finishDelivery(
+      this.o.store,
+      d.id,
+      { ok: last.ok, attempts: attempt, responseStatus: last.status, error: last.error, at: new Date(this.o.clock.now()), counts: d.kind === 'webhook' },
+      DISABLE_AFTER,
+    );
+    if (disabled) {
+      this.invalidate(d.organizationId);
+      this.o.quotas.release(d.organizationId, 'webhooks');
+      this.o.log.warn(`webhooks: an endpoint of organization ${d.organizationId} was disabled after ${DISABLE_AFTER} failed deliveries`);
+    }
+    return this.result(d, last.ok ? 'success' : 'failed', attempt, last);
+  }
+
+  private result(d: { id: string; event: string }, status: DeliveryResult['status'], attempts: number, last: { status: number | null; error: string | null }): DeliveryResult {
+    return { id: d.id, event: d.event, status, attempts, response_status: last.status, error: last.error };
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.sleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.sleepers.add(wake);
+    });
+  }
+}
