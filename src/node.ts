@@ -38,6 +38,8 @@ import { RateLimiter } from './io/http/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
 import { RetentionSweeper } from './runtime/retention.js';
 import { spawnWorker } from './runtime/spawn.js';
+import { WorkflowCoordinator } from './runtime/workflows.js';
+import { workflowRoutes } from './io/http/routes/workflows.js';
 
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -54,6 +56,8 @@ export interface SluiceNode {
   readonly pool: ActorPool;
   /** The background sweep of finished jobs past their plan's retention window. */
   readonly retention: RetentionSweeper;
+  /** Workflow coordination (tests wait on it and reconcile at moments they choose). */
+  readonly workflows: WorkflowCoordinator;
   /** The key created on first boot, when this boot created it. */
   readonly bootstrapKey: string | null;
   stop(): Promise<void>;
@@ -127,6 +131,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let http: HttpServer | null = null;
   let apiCalls: ApiCalls | null = null;
   let mailer: Mailer | null = null;
+  let workflows: WorkflowCoordinator | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -145,6 +150,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const events = new EventBus(clock, (err) => log.error('event listener failed', err));
     pool.onEvents((e) => events.fromActors(e));
     const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events };
+    const flows = (workflows = new WorkflowCoordinator({ pool, store, quotas, events, places: services.places, clock, log }));
     const limiter = new RateLimiter(store, clock, config.planOverrides);
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const router = new Router().add(
@@ -158,6 +164,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...apiKeyRoutes(services),
       ...authRoutes(services),
       ...organizationRoutes(services),
+      ...workflowRoutes(services, flows),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -183,6 +190,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads)`);
     retention.start();
     calls.start();
+    flows.start();
     const p = pool;
     const h = http;
     const m = mailer;
@@ -193,11 +201,13 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       store,
       pool: p,
       retention,
+      workflows: flows,
       bootstrapKey,
       stop: () =>
         (stopped ??= (async () => {
           h.close();
           await retention.stop();
+          await flows.stop();
           await calls.stop();
           await m.close();
           quotas.stop(); // unused admission credit goes back before the actor threads drain
@@ -208,6 +218,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   } catch (err) {
     http?.close();
     await retention.stop();
+    await workflows?.stop().catch(() => {});
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});
     await pool?.stop().catch(() => {});

@@ -15,7 +15,10 @@ export async function loadOrganization(store: Store, organizationId: string, now
             (SELECT count(*)::int FROM jobs j WHERE j.organization_id = o.id AND j.created_at >= $2::date) AS created_today,
             (SELECT u.jobs_created FROM usage_daily u WHERE u.organization_id = o.id AND u.day = $2::date) AS journaled_today,
             (SELECT count(*)::int FROM queues q WHERE q.organization_id = o.id) AS queues,
-            (SELECT count(*)::int FROM api_keys k WHERE k.organization_id = o.id AND k.revoked_at IS NULL) AS api_keys
+            (SELECT count(*)::int FROM api_keys k WHERE k.organization_id = o.id AND k.revoked_at IS NULL) AS api_keys,
+            -- A workflow holds its slot until it ends (creating or running).
+            (SELECT count(*)::int FROM workflows w
+              WHERE w.organization_id = o.id AND w.status IN ('creating', 'running')) AS workflows
        FROM organizations o WHERE o.id = $1`,
     [organizationId, day],
   );
@@ -27,6 +30,6 @@ export async function loadOrganization(store: Store, organizationId: string, now
     day,
     jobsToday: Math.max(r.created_today as number, (r.journaled_today as number | null) ?? 0),
     activeJobs: r.active_jobs as number,
-    counts: { queues: r.queues, api_keys: r.api_keys, workers: 0, schedules: 0, workflows: 0, webhooks: 0 },
+    counts: { queues: r.queues, api_keys: r.api_keys, workers: 0, schedules: 0, workflows: r.workflows, webhooks: 0 },
   };
 }

@@ -39,13 +39,15 @@ export async function reviveJobs(
   const admission = await s.quotas.admitJobs(organizationId, jobs.map(() => 0));
   const outcomes = await s.pool
     .ask<ReviveOutcome[]>(organizationId, queue, 'revive', {
-    jobs: jobs.map(({ id, priority, max_retries, timeout_seconds, last_error, idempotency_key }) => ({
+    jobs: jobs.map(({ id, priority, max_retries, timeout_seconds, last_error, idempotency_key, workflow_id, blocked }) => ({
       id,
       priority,
       max_retries,
       timeout_seconds,
       last_error,
       idempotency_key,
+      workflow_id,
+      blocked,
     })),
       from,
     })
