@@ -1,4 +1,4 @@
-// Every route of SPEC's Jobs, Dead-letter queue and Queues tables (plus the queue config and delete routes of
+// Every route of SPEC's Jobs, Dead-letter queue, Queues and Workflows tables (plus the queue config and delete routes of
 // issue 3) answers with a valid credential: neither 404 nor 405, on real resources.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
@@ -10,11 +10,12 @@ before(async () => {
 });
 after(() => n.stop());
 
-test('every SPEC route of jobs, DLQ and queues exists', async () => {
+test('every SPEC route of jobs, DLQ, queues and workflows exists', async () => {
   const api = n.api;
   const job = await api.enqueue({ queue_name: 'spec', payload: {} });
   const other = await api.enqueue({ queue_name: 'spec', payload: {} });
   const [claimed] = await api.claim('spec');
+  const flow = (await api.post('/api/v1/workflows', { name: 'spec', jobs: [{ name: 'a', queue_name: 'spec-flow', payload: {} }] })).body;
   const routes: Array<[string, string, unknown?]> = [
     ['POST', '/api/v1/jobs', { queue_name: 'spec', payload: {} }],
     ['GET', '/api/v1/jobs'],
@@ -40,6 +41,11 @@ test('every SPEC route of jobs, DLQ and queues exists', async () => {
     ['POST', '/api/v1/queues/spec/resume'],
     ['PUT', '/api/v1/queues/spec/config', { max_retries: 2 }],
     ['DELETE', '/api/v1/queues/spec-made'],
+    ['POST', '/api/v1/workflows', { name: 'spec', jobs: [{ name: 'a', queue_name: 'spec-flow', payload: {} }] }],
+    ['GET', '/api/v1/workflows'],
+    ['GET', `/api/v1/workflows/${flow.id}`],
+    ['POST', `/api/v1/workflows/${flow.id}/cancel`],
+    ['POST', `/api/v1/workflows/${flow.id}/retry`],
   ];
   for (const [method, path, body] of routes) {
     const r = await api.call(method, path, body);

@@ -15,7 +15,6 @@
 // Steps for one workflow run one at a time (a chain of promises per workflow id), so a retry, a cancel and the
 // advance triggered by a job's end never interleave on this node. The node that wins a conditional status
 // change out of creating/running gives back the organization's 'workflows' slot.
-import { randomUUID } from 'node:crypto';
 import { JobIds } from '../actors/ids.js';
 import type { EnqueueInput, EnqueueReply, ReviveInput, ReviveOutcome } from '../actors/queue/queue-actor.js';
 import type { DomainEvent, JobStatus } from '../actors/records.js';
@@ -117,7 +116,8 @@ export class WorkflowCoordinator {
       quotas.release(organizationId, 'workflows');
       throw err;
     }
-    const id = randomUUID();
+    // UUIDv7 like job ids: lists order by (created_at, id), so creation order holds within a millisecond.
+    const id = this.ids.next(clock.now());
     const jobs = defs.map((d) => ({ ...d, job_id: this.ids.next(clock.now()) }));
     this.creating.add(id);
     try {
