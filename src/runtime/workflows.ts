@@ -149,7 +149,9 @@ export class WorkflowCoordinator {
       );
       const created = outcomes.filter((r) => r.status === 'fulfilled' && r.value.created).length;
       quotas.releaseJobs(organizationId, admission, defs.length - created);
-      jobs.forEach((j, i) => outcomes[i]!.status === 'fulfilled' && this.o.places.remember(organizationId, j.job_id, j.queue_name));
+      jobs.forEach((j, i) => {
+        if (outcomes[i]!.status === 'fulfilled') this.o.places.remember(organizationId, j.job_id, j.queue_name);
+      });
       const failure = outcomes.find((r): r is PromiseRejectedResult => r.status === 'rejected');
       if (failure) {
         await this.exclusive(id, () => this.abort(organizationId, id)).catch((err) =>
