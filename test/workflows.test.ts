@@ -61,7 +61,7 @@ describe('workflows', () => {
   test('a diamond runs A, then B and C in parallel, then D (another queue), and completes', async () => {
     const api = n.api;
     const [q1, q2] = [q('dia'), q('dia-end')];
-    const r = await api.post('/api/v1/workflows', diamond(q1, q2));
+    const r = await api.post('/api/v1/workflows', diamond(q1, q2, { D: { priority: 7, timeout_seconds: 30, max_retries: 1, tags: { k: 'v' } } }));
     assert.equal(r.status, 201, JSON.stringify(r.body));
     assert.equal(r.body.status, 'running');
     assert.equal(r.body.name, 'diamond');
@@ -76,6 +76,7 @@ describe('workflows', () => {
     assert.equal(d.body.status, 'pending');
     assert.equal(d.body.dependencies_met, false);
     assert.equal(d.body.workflow_id, r.body.id);
+    assert.deepEqual([d.body.priority, d.body.timeout_seconds, d.body.max_retries, d.body.tags], [7, 30, 1, { k: 'v' }]);
 
     const first = await claimAll(api, q1);
     assert.deepEqual(first.map((j) => j.payload.step), ['A']);
@@ -87,9 +88,11 @@ describe('workflows', () => {
     assert.deepEqual(await claimAll(api, q2), []);
     await complete(api, second[0]);
     assert.deepEqual(await claimAll(api, q2), [], 'D waits for both parents');
+    // A claim parked on D's queue is answered by the release.
+    const parked = api.claim(q2, { wait_ms: 10_000 });
     await complete(api, second[1]);
 
-    const last = await claimAll(api, q2);
+    const last = await parked;
     assert.deepEqual(last.map((j) => j.payload.step), ['D']);
     assert.equal((await api.get(`/api/v1/workflows/${r.body.id}`)).body.status, 'running');
     await complete(api, last[0]);
