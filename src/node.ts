@@ -52,6 +52,8 @@ import { spawnWorker } from './runtime/spawn.js';
 import { workerRoutes } from './io/http/routes/workers.js';
 import { incomingWebhookRoutes } from './io/http/routes/incoming-webhooks.js';
 import { WorkerReaper } from './runtime/worker-reaper.js';
+import { WorkflowCoordinator } from './runtime/workflows.js';
+import { workflowRoutes } from './io/http/routes/workflows.js';
 
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -73,6 +75,8 @@ export interface SluiceNode {
   readonly streams: StreamHub;
   /** Outgoing webhook and completion callback deliveries (tests prune its history at a moment they choose). */
   readonly webhooks: WebhookDispatcher;
+  /** Workflow coordination (tests wait on it and reconcile at moments they choose). */
+  readonly workflows: WorkflowCoordinator;
   /** The key created on first boot, when this boot created it. */
   readonly bootstrapKey: string | null;
   stop(): Promise<void>;
@@ -152,6 +156,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let scheduler: Scheduler | null = null;
   let reaper: WorkerReaper | null = null;
   let webhooks: WebhookDispatcher | null = null;
+  let workflows: WorkflowCoordinator | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -198,6 +203,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       concurrency: config.webhookConcurrency,
       planOverrides: config.planOverrides,
     });
+    const flows = (workflows = new WorkflowCoordinator({ pool, store, quotas, events, places: services.places, clock, log }));
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const streams = (hub = new StreamHub(events, clock, auth, config.streamsPerOrg));
     const queueStats = (stats = new QueueStatsFeed(store, events, clock, streams, log));
@@ -218,6 +224,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...workerRoutes(services),
       ...incomingWebhookRoutes(services),
       ...outgoingWebhookRoutes(services, webhooks),
+      ...workflowRoutes(services, flows),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -248,6 +255,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const r = (reaper = new WorkerReaper({ store, clock, quotas, events, log, staleSeconds: config.workerStaleSeconds }));
     r.start();
     webhooks.start();
+    flows.start();
     const p = pool;
     const wh = webhooks;
     const h = http;
@@ -262,6 +270,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       events,
       streams,
       webhooks: wh,
+      workflows: flows,
       bootstrapKey,
       stop: () =>
         (stopped ??= (async () => {
@@ -272,6 +281,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
           await sched.stop();
           await retention.stop();
           await r.stop();
+          await flows.stop();
           await calls.stop();
           await m.close();
           quotas.stop(); // unused admission credit goes back before the actor threads drain
@@ -288,6 +298,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     await webhooks?.stop();
     await retention.stop();
     await reaper?.stop();
+    await workflows?.stop().catch(() => {});
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});
     await pool?.stop().catch(() => {});

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { JobIds } from '../src/actors/ids.js';
 import { backoffMs, QueueActor, type EnqueueInput } from '../src/actors/queue/queue-actor.js';
-import type { CommitOutput, Effects, JournalRecord } from '../src/actors/records.js';
+import type { CommitOutput, DomainEvent, Effects, JournalRecord } from '../src/actors/records.js';
 
 function harness() {
   const records: JournalRecord[] = [];
@@ -140,5 +140,129 @@ describe('QueueActor', () => {
     assert.equal(h.actor.jobs.size, 0);
     assert.equal(h.actor.cancel(job!.id, h.fx), null);
     assert.throws(() => h.actor.fail({ id: job!.id, worker_id: 'w', lease_id: job!.lease_id, error: 'x', retryable: true }, h.fx));
+  });
+});
+
+describe('QueueActor: blocked workflow jobs', () => {
+  function blockedHarness() {
+    const h = harness();
+    const events: DomainEvent[] = [];
+    const fx: Effects = { ...h.fx, emit: (e) => events.push(e) };
+    Object.defineProperty(fx, 'now', { get: () => h.now() });
+    const claim = (limit = 10) => {
+      const r = h.actor.claim({ worker_id: 'w', limit, lease_duration_secs: null }, fx);
+      return r ? (r(h.commit()).jobs as Array<{ id: string; lease_id: string }>) : [];
+    };
+    const blocked = (id: string) => h.actor.enqueue(h.input({ id, workflow_id: 'wf-1', blocked: true }), fx);
+    return { ...h, fx, events, claim, blocked };
+  }
+  const ID = (n: number) => `00000000-0000-7000-8000-${String(n).padStart(12, '0')}`;
+
+  test('a blocked job is live and written pending with dependencies_met false, but not claimable', () => {
+    const h = blockedHarness();
+    const r = h.blocked(ID(1))(h.commit());
+    assert.ok(r.created);
+    assert.equal(r.job.id, ID(1));
+    assert.equal(r.job.status, 'pending');
+    assert.equal(r.job.dependencies_met, false);
+    assert.equal(r.job.workflow_id, 'wf-1');
+    const ins = h.records.find((x) => x.kind === 'insert');
+    assert.ok(ins && ins.kind === 'insert' && ins.job.dependencies_met === false && ins.job.status === 'pending');
+    assert.equal(h.actor.jobs.size, 1);
+    assert.deepEqual(h.claim(), []);
+  });
+
+  test('release makes it claimable, writes dependencies_met true, and is idempotent', () => {
+    const h = blockedHarness();
+    h.blocked(ID(1));
+    h.blocked(ID(2));
+    const first = h.actor.release([ID(1), 'not-here'], h.fx)(h.commit());
+    assert.deepEqual(first.released, [ID(1)]);
+    const upd = h.records.at(-1)!;
+    assert.ok(upd.kind === 'update' && upd.id === ID(1) && upd.state.dependencies_met === true && upd.state.status === 'pending');
+    assert.deepEqual(h.actor.release([ID(1)], h.fx)(h.commit()).released, [], 'a second release changes nothing');
+    assert.deepEqual(h.claim().map((j) => j.id), [ID(1)]);
+    assert.deepEqual(h.actor.release([ID(1)], h.fx)(h.commit()).released, [], 'a processing job is not released again');
+  });
+
+  test('a release feeds a parked long-poll claim', () => {
+    const h = blockedHarness();
+    h.blocked(ID(1));
+    const answered: Array<(o: CommitOutput) => { jobs: unknown[] }> = [];
+    assert.equal(h.actor.claim({ worker_id: 'w', limit: 1, lease_duration_secs: null }, h.fx), null);
+    h.actor.addWaiter({ input: { worker_id: 'w', limit: 1, lease_duration_secs: null }, respond: (r) => answered.push(r) });
+    h.actor.release([ID(1)], h.fx);
+    assert.equal(answered.length, 1);
+    assert.equal(answered[0]!(h.commit()).jobs.length, 1);
+  });
+
+  test('a changed priority keeps a blocked job blocked', () => {
+    const h = blockedHarness();
+    h.blocked(ID(1));
+    assert.ok(h.actor.setPriority(ID(1), 50, h.fx));
+    assert.deepEqual(h.claim(), []);
+  });
+
+  test('cancel works on a blocked job; its end carries the workflow id', () => {
+    const h = blockedHarness();
+    h.blocked(ID(1));
+    assert.ok(h.actor.cancel(ID(1), h.fx));
+    assert.equal(h.actor.jobs.size, 0);
+    assert.deepEqual(h.actor.release([ID(1)], h.fx)(h.commit()).released, []);
+    const fin = h.events.find((e) => e.type === 'job.finished');
+    assert.deepEqual(fin, { type: 'job.finished', organization_id: 'org', queue_name: 'q', job_id: ID(1), status: 'cancelled', workflow_id: 'wf-1' });
+  });
+
+  test('a completed workflow job reports its workflow; a plain job does not', () => {
+    const h = blockedHarness();
+    h.blocked(ID(1));
+    h.actor.release([ID(1)], h.fx);
+    h.actor.enqueue(h.input(), h.fx);
+    for (const j of h.claim()) h.actor.complete({ id: j.id, worker_id: 'w', lease_id: j.lease_id, result: null }, h.fx);
+    const ends = h.events.filter((e) => e.type === 'job.finished');
+    assert.equal(ends.length, 2);
+    assert.deepEqual(ends.map((e) => (e as { workflow_id?: string }).workflow_id), ['wf-1', undefined]);
+  });
+
+  test('an actor rebuilt from rows keeps blocked jobs blocked', () => {
+    const row = (id: string, blocked: boolean) => ({
+      id,
+      status: 'pending' as const,
+      priority: 0,
+      retry_count: 0,
+      max_retries: 3,
+      timeout_seconds: 60,
+      last_error: null,
+      scheduled_at: null,
+      started_at: null,
+      assigned_worker_id: null,
+      lease_id: null,
+      lease_expires_at: null,
+      lease_ms: 60_000,
+      idempotency_key: null,
+      workflow_id: 'wf-1',
+      blocked,
+      callback: false,
+    });
+    const h = blockedHarness();
+    const actor = new QueueActor('org', 'q', { retryUnitMs: 1000, defaultMaxRetries: 3, defaultTimeoutSeconds: 60 }, null, [row(ID(1), true), row(ID(2), false)]);
+    const c = actor.claim({ worker_id: 'w', limit: 10, lease_duration_secs: null }, h.fx)!(h.commit()).jobs as Array<{ id: string }>;
+    assert.deepEqual(c.map((j) => j.id), [ID(2)]);
+    assert.deepEqual(actor.release([ID(1)], h.fx)(h.commit()).released, [ID(1)]);
+  });
+
+  test('revive can bring a job back blocked', () => {
+    const h = blockedHarness();
+    const input = { id: ID(9), priority: 0, max_retries: 0, timeout_seconds: 60, last_error: 'x', idempotency_key: null, workflow_id: 'wf-1', callback: false };
+    const reply = h.actor.revive([{ ...input, blocked: true }], ['cancelled'], h.fx);
+    const out = h.commit();
+    out.rows.set(ID(9), { id: ID(9) });
+    const [o] = reply(out);
+    assert.ok(o!.revived);
+    const upd = h.records.find((r) => r.kind === 'update' && r.id === ID(9));
+    assert.ok(upd && upd.kind === 'update' && upd.state.dependencies_met === false && upd.onlyFrom?.[0] === 'cancelled');
+    assert.deepEqual(h.claim(), []);
+    h.actor.release([ID(9)], h.fx);
+    assert.deepEqual(h.claim().map((j) => j.id), [ID(9)]);
   });
 });

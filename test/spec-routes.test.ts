@@ -1,6 +1,6 @@
-// Every route of SPEC's Jobs, Dead-letter queue, Queues, Schedules and Outgoing webhooks tables (plus the queue
-// config and delete routes of issue 3) answers with a valid credential: neither 404 nor 405, on real resources;
-// so do the Real-time, Workers and incoming webhook routes.
+// Every route of SPEC's Jobs, Dead-letter queue, Queues, Schedules, Workflows and Outgoing webhooks tables (plus
+// the queue config and delete routes of issue 3) answers with a valid credential: neither 404 nor 405, on real
+// resources; so do the Real-time, Workers and incoming webhook routes.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startTestNode, type TestNode } from './helpers.js';
@@ -11,12 +11,13 @@ before(async () => {
 });
 after(() => n.stop());
 
-test('every SPEC route of jobs, DLQ, queues, schedules and outgoing webhooks exists', async () => {
+test('every SPEC route of jobs, DLQ, queues, schedules, workflows and outgoing webhooks exists', async () => {
   const api = n.api;
   const job = await api.enqueue({ queue_name: 'spec', payload: {} });
   const other = await api.enqueue({ queue_name: 'spec', payload: {} });
   const [claimed] = await api.claim('spec');
   const schedule = (await api.post('/api/v1/schedules', { name: 'spec', queue_name: 'spec', cron_expression: '0 0 0 1 1 *' })).body;
+  const flow = (await api.post('/api/v1/workflows', { name: 'spec', jobs: [{ name: 'a', queue_name: 'spec-flow', payload: {} }] })).body;
   const routes: Array<[string, string, unknown?]> = [
     ['POST', '/api/v1/jobs', { queue_name: 'spec', payload: {} }],
     ['GET', '/api/v1/jobs'],
@@ -50,6 +51,11 @@ test('every SPEC route of jobs, DLQ, queues, schedules and outgoing webhooks exi
     ['POST', `/api/v1/schedules/${schedule.id}/resume`],
     ['POST', '/api/v1/schedules/trigger', { schedule_id: schedule.id }],
     ['DELETE', `/api/v1/schedules/${schedule.id}`],
+    ['POST', '/api/v1/workflows', { name: 'spec', jobs: [{ name: 'a', queue_name: 'spec-flow', payload: {} }] }],
+    ['GET', '/api/v1/workflows'],
+    ['GET', `/api/v1/workflows/${flow.id}`],
+    ['POST', `/api/v1/workflows/${flow.id}/cancel`],
+    ['POST', `/api/v1/workflows/${flow.id}/retry`],
   ];
   // Outgoing webhooks: the endpoint points at a closed local port, so the test delivery fails fast.
   const hook = await api.post('/api/v1/outgoing-webhooks', { name: 'spec', url: 'http://127.0.0.1:9/spec', events: ['job.created'] });

@@ -22,6 +22,8 @@ export interface JobState {
   assigned_worker_id: string | null;
   lease_id: string | null;
   lease_expires_at: number | null;
+  /** False while a workflow job waits for its parents (pending but not claimable). */
+  dependencies_met: boolean;
 }
 
 /** A whole new job row. */
@@ -91,7 +93,15 @@ export type QueueEventName = 'queue.paused' | 'queue.resumed';
  * public ones, with `data` holding what the event adds (result, error, worker_id, retry_count…).
  */
 export type DomainEvent =
-  | { type: 'job.finished'; organization_id: string; queue_name: string; job_id: string; status: 'completed' | 'deadletter' | 'cancelled' }
+  | {
+      type: 'job.finished';
+      organization_id: string;
+      queue_name: string;
+      job_id: string;
+      status: 'completed' | 'deadletter' | 'cancelled';
+      /** Set when the job belongs to a workflow: its coordinator then needs no read to know. */
+      workflow_id?: string;
+    }
   | {
       type: 'job';
       event: JobEventName;

@@ -236,6 +236,8 @@ function handle(m: Ask, actor: QueueActor): void {
       return replyAfterCommit(m.id, actor.setPriority(a.id, a.priority, fx) ?? (() => null));
     case 'revive':
       return replyAfterCommit(m.id, actor.revive(a.jobs, a.from, fx));
+    case 'release':
+      return replyAfterCommit(m.id, actor.release(a.ids, fx));
     case 'createQueue':
       return replyAfterCommit(m.id, actor.createQueue(a, fx));
     case 'pause':

@@ -17,6 +17,7 @@ export type Op =
   | 'cancel'
   | 'priority'
   | 'revive'
+  | 'release'
   | 'createQueue'
   | 'pause'
   | 'resume'

@@ -4,21 +4,27 @@
 //   provisional  inserted with an idempotency key, commit pending: the insert may lose to an existing key,
 //                so it is not claimable until the commit says it went in
 //   pending      in `ready`, ordered by priority (high first), then id (UUIDv7: oldest first)
+//   blocked      a workflow job whose parents have not all completed: pending with dependencies_met false,
+//                held in `jobs` but not in `ready` until `release`
 //   scheduled    in `scheduled`, ordered by run-at; `tick` moves it to pending when due
 //   processing   in `leases`, ordered by lease expiry; `tick` expires it
 //
 // Messages:
-//   enqueue    new job → provisional | pending | scheduled; a live job with the same key → that job
+//   enqueue    new job → provisional | pending | scheduled | blocked (a workflow job enqueued blocked);
+//              a live job with the same key → that job
+//   release    blocked → pending (dependencies_met true, feeds waiters); anything else is left alone, so the
+//              workflow coordinator may repeat it
 //   claim      paused → []; else up to `limit` ready jobs → processing; none and `wait_ms` → a waiter
 //   complete   processing + matching live lease → completed (leaves memory); otherwise LEASE_EXPIRED
 //   fail       processing + matching live lease → scheduled after backoff, or deadletter when retries are
 //              exhausted or the worker says it is not retryable
 //   heartbeat  processing + matching live lease → new expiry; an expired lease is never revived
-//   cancel     pending | scheduled | processing → cancelled (a worker holding it then gets LEASE_EXPIRED)
+//   cancel     pending (blocked too) | scheduled | processing → cancelled (a worker holding it then gets LEASE_EXPIRED)
 //   tick       due scheduled → pending; due leases → pending with retry_count + 1, or deadletter
 //   priority   pending | scheduled → same state, new priority (the ready order changes at once)
 //   revive     a terminal job (deadletter | cancelled, read from the store by the caller) → provisional
-//              until the commit finds the row still terminal → pending with retry_count 0
+//              until the commit finds the row still terminal → pending (or blocked, when asked) with
+//              retry_count 0
 //   queue      create (409 if it exists), pause (parked claims answered []), resume, configure, delete
 //              (409 while live jobs remain)
 //
@@ -56,6 +62,10 @@ export interface LiveJob {
   idempotency_key: string | null;
   /** The job has a completion callback: its terminal events say so (`callback: true`) for the webhook sender. */
   callback: boolean;
+  /** The workflow the job belongs to: its end is reported with it (see finished). */
+  workflow_id: string | null;
+  /** A pending workflow job whose parents have not all completed: not in `ready`. */
+  blocked: boolean;
   ver: number;
 }
 
@@ -75,6 +85,11 @@ export interface EnqueueInput {
   tags: Record<string, string>;
   completion_webhook: string | null;
   completion_webhook_secret: string | null;
+  /** Workflow jobs: the id is chosen by the coordinator, which writes its graph before the jobs exist. */
+  id?: string;
+  workflow_id?: string | null;
+  /** Enqueue as blocked: pending with dependencies_met false, claimable only after `release`. */
+  blocked?: boolean;
 }
 
 export type EnqueueReply =
@@ -125,6 +140,9 @@ export interface ReviveInput {
   last_error: string | null;
   idempotency_key: string | null;
   callback: boolean;
+  workflow_id?: string | null;
+  /** Revive as blocked (a workflow job whose parents have not all completed). */
+  blocked?: boolean;
 }
 
 export type ReviveOutcome = { id: string; revived: true; job: Record<string, unknown> } | { id: string; revived: false; reason: string };
@@ -174,7 +192,8 @@ export class QueueActor {
     }
     this.ensureQueue(fx);
     const now = fx.now;
-    const id = fx.newJobId();
+    const id = input.id ?? fx.newJobId();
+    const blocked = input.blocked ?? false;
     const delayed = input.scheduled_at !== null && input.scheduled_at > now;
     const row: JobRow = {
       id,
@@ -199,8 +218,8 @@ export class QueueActor {
       assigned_worker_id: null,
       lease_id: null,
       lease_expires_at: null,
-      workflow_id: null,
-      dependencies_met: true,
+      workflow_id: input.workflow_id ?? null,
+      dependencies_met: !blocked,
       completion_webhook: input.completion_webhook,
       completion_webhook_secret: input.completion_webhook_secret,
     };
@@ -220,6 +239,8 @@ export class QueueActor {
       lease_ms: row.timeout_seconds * 1000,
       idempotency_key: key,
       callback: input.completion_webhook !== null,
+      workflow_id: row.workflow_id,
+      blocked,
       ver: 0,
     };
     this.jobs.set(id, job);
@@ -359,6 +380,25 @@ export class QueueActor {
     return () => ({ id, status: 'cancelled' });
   }
 
+  /**
+   * Unblocks workflow jobs whose parents all completed. Ids that are not blocked here (already released,
+   * cancelled, finished, or another queue's) are skipped: the coordinator repeats releases after a crash.
+   */
+  release(ids: string[], fx: Effects): Reply<{ released: string[] }> {
+    const now = fx.now;
+    const released: string[] = [];
+    for (const id of ids) {
+      const job = this.jobs.get(id);
+      if (!job || job.status !== 'pending' || !job.blocked) continue;
+      job.blocked = false;
+      this.place(job);
+      fx.write({ kind: 'update', id, state: this.state(job, now) });
+      released.push(id);
+    }
+    if (released.length > 0) this.feedWaiters(fx);
+    return () => ({ released });
+  }
+
   /** Null when the job is not live here (the caller tells terminal from unknown with the store). */
   setPriority(id: string, priority: number, fx: Effects): Reply<{ id: string; status: JobStatus; priority: number }> | null {
     const job = this.jobs.get(id);
@@ -401,6 +441,8 @@ export class QueueActor {
         lease_ms: input.timeout_seconds * 1000,
         idempotency_key: input.idempotency_key,
         callback: input.callback,
+        workflow_id: input.workflow_id ?? null,
+        blocked: input.blocked ?? false,
         ver: 0,
       };
       this.jobs.set(job.id, job);
@@ -536,7 +578,14 @@ export class QueueActor {
   }
 
   private finished(job: LiveJob, status: 'completed' | 'deadletter' | 'cancelled', fx: Effects): void {
-    fx.emit({ type: 'job.finished', organization_id: this.organizationId, queue_name: this.name, job_id: job.id, status });
+    fx.emit({
+      type: 'job.finished',
+      organization_id: this.organizationId,
+      queue_name: this.name,
+      job_id: job.id,
+      status,
+      ...(job.workflow_id !== null ? { workflow_id: job.workflow_id } : {}),
+    });
   }
 
   private publish(fx: Effects, event: JobEventName, jobId: string, status: JobStatus, data?: Record<string, unknown>, ifInserted = false): void {
@@ -622,7 +671,7 @@ export class QueueActor {
     if (job.idempotency_key !== null) this.keys.set(job.idempotency_key, job);
     switch (job.status) {
       case 'pending':
-        this.ready.push({ job, ver: job.ver, at: 0 });
+        if (!job.blocked) this.ready.push({ job, ver: job.ver, at: 0 });
         break;
       case 'scheduled':
         this.scheduled.push({ job, ver: job.ver, at: job.scheduled_at ?? 0 });
@@ -667,6 +716,7 @@ export class QueueActor {
       assigned_worker_id: job.assigned_worker_id,
       lease_id: job.lease_id,
       lease_expires_at: job.lease_expires_at,
+      dependencies_met: !job.blocked,
     };
   }
 }

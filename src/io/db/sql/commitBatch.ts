@@ -126,7 +126,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
     ctes.push(`upd AS (
       UPDATE jobs j SET status = u.st, priority = u.pr, retry_count = u.rc, last_error = u.le, scheduled_at = u.sa,
         started_at = u.sta, completed_at = u.coa, updated_at = u.ua, assigned_worker_id = u.wid, lease_id = u.lid,
-        lease_expires_at = u.lea,
+        lease_expires_at = u.lea, dependencies_met = u.dm,
         result = CASE WHEN u.hr THEN u.res::jsonb ELSE j.result END,
         errors = CASE WHEN u.er IS NULL THEN j.errors ELSE j.errors || u.er::jsonb END
       FROM unnest(${p(ids, 'uuid')}, ${col((u) => u.state.status, 'text')}, ${col((u) => u.state.priority, 'int')},
@@ -136,8 +136,8 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         ${col((u) => u.state.assigned_worker_id, 'text')}, ${col((u) => u.state.lease_id, 'uuid')},
         ${col((u) => iso(u.state.lease_expires_at), 'timestamptz')}, ${col((u) => u.hasResult, 'bool')},
         ${col((u) => json(u.result), 'text')}, ${col((u) => (u.errors.length > 0 ? JSON.stringify(u.errors) : null), 'text')},
-        ${col((u) => u.returning, 'bool')}, ${col((u) => u.onlyFrom, 'text')})
-        AS u(id, st, pr, rc, le, sa, sta, coa, ua, wid, lid, lea, hr, res, er, ret, exp)
+        ${col((u) => u.returning, 'bool')}, ${col((u) => u.onlyFrom, 'text')}, ${col((u) => u.state.dependencies_met, 'bool')})
+        AS u(id, st, pr, rc, le, sa, sta, coa, ua, wid, lid, lea, hr, res, er, ret, exp, dm)
       WHERE j.id = u.id AND (u.exp IS NULL OR j.status = ANY (string_to_array(u.exp, ',')))
       RETURNING j.id, CASE WHEN u.ret THEN to_jsonb(j) END AS row)`);
     selects.push(`SELECT 'u' AS k, id, row FROM upd`);

@@ -18,7 +18,10 @@ export async function loadOrganization(store: Store, organizationId: string, now
             (SELECT count(*)::int FROM api_keys k WHERE k.organization_id = o.id AND k.revoked_at IS NULL) AS api_keys,
             (SELECT count(*)::int FROM schedules s WHERE s.organization_id = o.id) AS schedules,
             (SELECT count(*)::int FROM workers w WHERE w.organization_id = o.id) AS workers,
-            (SELECT count(*)::int FROM outgoing_webhooks w WHERE w.organization_id = o.id AND w.enabled) AS webhooks
+            (SELECT count(*)::int FROM outgoing_webhooks w WHERE w.organization_id = o.id AND w.enabled) AS webhooks,
+            -- A workflow holds its slot until it ends (creating or running).
+            (SELECT count(*)::int FROM workflows w
+              WHERE w.organization_id = o.id AND w.status IN ('creating', 'running')) AS workflows
        FROM organizations o WHERE o.id = $1`,
     [organizationId, day],
   );
@@ -30,6 +33,6 @@ export async function loadOrganization(store: Store, organizationId: string, now
     day,
     jobsToday: Math.max(r.created_today as number, (r.journaled_today as number | null) ?? 0),
     activeJobs: r.active_jobs as number,
-    counts: { queues: r.queues, api_keys: r.api_keys, workers: r.workers, schedules: r.schedules, workflows: 0, webhooks: r.webhooks },
+    counts: { queues: r.queues, api_keys: r.api_keys, workers: r.workers, schedules: r.schedules, workflows: r.workflows, webhooks: r.webhooks },
   };
 }

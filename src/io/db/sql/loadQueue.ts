@@ -1,5 +1,5 @@
 // loadQueue — everything a QueueActor holds, read back from rows: the queue's settings and its live jobs
-// (pending, scheduled, processing). Served by the partial index jobs_live. Payloads stay in the store.
+// (pending — blocked workflow jobs included —, scheduled, processing). Served by the partial index jobs_live. Payloads stay in the store.
 import type { LiveJob } from '../../../actors/queue/queue-actor.js';
 import type { QueueState } from '../../../actors/records.js';
 import type { Store } from '../store.js';
@@ -19,7 +19,8 @@ export async function loadQueue(
     ),
     store.query(
       `SELECT id, status, priority, retry_count, max_retries, timeout_seconds, last_error, scheduled_at, started_at,
-              assigned_worker_id, lease_id, lease_expires_at, idempotency_key, completion_webhook IS NOT NULL AS callback
+              assigned_worker_id, lease_id, lease_expires_at, idempotency_key, completion_webhook IS NOT NULL AS callback,
+              workflow_id, dependencies_met
          FROM jobs
         WHERE organization_id = $1 AND queue_name = $2 AND status IN ('pending', 'scheduled', 'processing')`,
       [organizationId, name],
@@ -42,6 +43,9 @@ export async function loadQueue(
     lease_ms: (r.timeout_seconds as number) * 1000,
     idempotency_key: r.idempotency_key as string | null,
     callback: r.callback as boolean,
+    workflow_id: r.workflow_id as string | null,
+    // A blocked workflow job comes back blocked: only its coordinator's release makes it claimable.
+    blocked: r.status === 'pending' && r.dependencies_met === false,
   }));
   const q = queues[0];
   const queue: QueueState | null = q

@@ -42,7 +42,7 @@ export async function reviveJobs(
   const admission = await s.quotas.admitJobs(organizationId, jobs.map(() => 0));
   const outcomes = await s.pool
     .ask<ReviveOutcome[]>(organizationId, queue, 'revive', {
-    jobs: jobs.map(({ id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback }) => ({
+    jobs: jobs.map(({ id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked }) => ({
       id,
       priority,
       max_retries,
@@ -50,6 +50,8 @@ export async function reviveJobs(
       last_error,
       idempotency_key,
       callback,
+      workflow_id,
+      blocked,
     })),
       from,
     })
