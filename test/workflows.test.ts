@@ -389,9 +389,7 @@ describe('workflows across a restart', () => {
 
       // While the node is down: r2's parent completes without the coordinator hearing of it (as if the node
       // died between the completion's commit and the release), and wf3 looks half-created.
-      // A clock of its own: the stopped node's pool still listens to the first one.
-      const clock2 = new ManualClock(rclock.now());
-      second = await startNode({ config: loadConfig(env), clock: clock2 });
+      second = await startNode({ config: loadConfig(env), clock: rclock });
       const api2 = new Api(second.url, key);
       await second.store.query(`UPDATE jobs SET status = 'completed', completed_at = now(), lease_id = NULL WHERE id = $1`, [p2.id]);
       await second.store.query(`UPDATE workflows SET status = 'creating' WHERE id = $1`, [wf3.id]);
@@ -403,7 +401,7 @@ describe('workflows across a restart', () => {
       assert.equal(c2?.payload.step, 'child');
       // The 'creating' workflow is left alone within the grace period, then cancelled with its jobs.
       assert.equal((await api2.get(`/api/v1/workflows/${wf3.id}`)).body.status, 'creating');
-      await clock2.advance(CREATING_GRACE_MS);
+      await rclock.advance(CREATING_GRACE_MS);
       await second.workflows.reconcileOnce();
       const w3 = await api2.get(`/api/v1/workflows/${wf3.id}`);
       assert.equal(w3.body.status, 'cancelled');

@@ -35,13 +35,14 @@ export class ActorPool {
   private stopping = false;
   private readonly listeners: Array<(events: DomainEvent[]) => void> = [];
   private readonly statsListeners: Array<(stats: CommitStats) => void> = [];
+  private unhook: () => void = () => {};
 
   constructor(
     private readonly config: Config,
     private readonly clock: Clock,
     private readonly makeLink: LinkFactory,
   ) {
-    if (clock instanceof ManualClock) clock.onAdvance(() => this.tick());
+    if (clock instanceof ManualClock) this.unhook = clock.onAdvance(() => this.tick());
   }
 
   async start(): Promise<void> {
@@ -77,6 +78,8 @@ export class ActorPool {
 
   async stop(): Promise<void> {
     this.stopping = true;
+    // A stopped pool's threads answer no more ticks: advancing a clock shared with a later node must not wait on them.
+    this.unhook();
     await Promise.all(
       this.threads.map(async (t) => {
         await this.post(t, (id) => ({ t: 'stop', id })).catch(() => {});
