@@ -1,7 +1,7 @@
 // updateSchedule — replaces a schedule's definition and its next fire time (the route merged the change into
 // the current row and recomputed the time). Null when the schedule is not the organization's.
 import type { Store } from '../store.js';
-import type { ScheduleFields } from './createSchedule.js';
+import { fieldValues, type ScheduleFields } from './createSchedule.js';
 import { SCHEDULE_COLUMNS, type ScheduleRow } from './getSchedule.js';
 
 export async function updateSchedule(store: Store, organizationId: string, id: string, f: ScheduleFields, at: Date): Promise<ScheduleRow | null> {
@@ -10,21 +10,7 @@ export async function updateSchedule(store: Store, organizationId: string, id: s
             priority = $8, max_retries = $9, timeout_seconds = $10, paused = $11, next_run_at = $12, updated_at = $13
       WHERE organization_id = $1 AND id = $2
       RETURNING ${SCHEDULE_COLUMNS}`,
-    [
-      organizationId,
-      id,
-      f.name,
-      f.cron_expression,
-      f.timezone,
-      f.queue_name,
-      JSON.stringify(f.payload_template),
-      f.priority,
-      f.max_retries,
-      f.timeout_seconds,
-      f.paused,
-      f.next_run_at,
-      at,
-    ],
+    [organizationId, id, ...fieldValues(f), at],
   );
   return rows[0] ?? null;
 }
