@@ -206,6 +206,37 @@ describe('outgoing webhooks', () => {
     assert.equal(after.failure_count, 0);
   });
 
+  test('every selectable event reaches an endpoint subscribed to it: job, queue, worker and schedule events', async () => {
+    const api = await org();
+    const rx = await receiver();
+    const names = [
+      'job.created', 'job.started', 'job.completed', 'job.failed', 'job.cancelled', 'queue.paused', 'queue.resumed',
+      'worker.registered', 'worker.deregistered', 'schedule.triggered',
+    ];
+    assert.equal((await api.post(HOOKS, { name: 'all', url: rx.url, events: names })).status, 201);
+    const done = await api.enqueue({ queue_name: 'every', payload: {} });
+    const failing = await api.enqueue({ queue_name: 'every', payload: {}, max_retries: 0 });
+    const [c1, c2] = await api.claim('every', { limit: 2 });
+    assert.equal((await api.post(`/api/v1/jobs/${c1.id}/complete`, { worker_id: 'w1', lease_id: c1.lease_id })).status, 200);
+    assert.equal((await api.post(`/api/v1/jobs/${c2.id}/fail`, { worker_id: 'w1', lease_id: c2.lease_id, error: 'boom' })).status, 200);
+    const cancelled = await api.enqueue({ queue_name: 'every', payload: {} });
+    assert.equal((await api.delete(`/api/v1/jobs/${cancelled.id}`)).status, 200);
+    assert.equal((await api.post('/api/v1/queues/every/pause', {})).status, 200);
+    assert.equal((await api.post('/api/v1/queues/every/resume')).status, 200);
+    assert.equal((await api.post('/api/v1/workers/register', { worker_id: `hooked-${randomUUID()}` })).status, 201);
+    const worker = (await api.get('/api/v1/workers')).body[0].worker_id as string;
+    assert.equal((await api.post(`/api/v1/workers/${worker}/deregister`)).status, 200);
+    const schedule = await api.post('/api/v1/schedules', { name: 'hooked', queue_name: 'every', cron_expression: '0 0 0 1 1 *', timezone: 'UTC' });
+    assert.equal(schedule.status, 201, JSON.stringify(schedule.body));
+    assert.equal((await api.post(`/api/v1/schedules/${schedule.body.id}/trigger`)).status, 201);
+    await until('one delivery of every event', () => names.every((name) => rx.events(name).length > 0));
+    assert.equal(rx.events('job.completed')[0]!.body.data.job_id, done.id);
+    assert.equal(rx.events('job.failed')[0]!.body.data.job_id, failing.id);
+    assert.equal(rx.events('job.cancelled')[0]!.body.data.job_id, cancelled.id);
+    assert.equal(rx.events('worker.registered')[0]!.body.data.worker_id, worker);
+    assert.equal(rx.events('schedule.triggered')[0]!.body.data.schedule_id, schedule.body.id);
+  });
+
   test('secret: omitted keeps it, a string replaces it, null clears it (no signature header at all)', async () => {
     const api = await org();
     const rx = await receiver();

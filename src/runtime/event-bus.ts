@@ -19,9 +19,12 @@ export interface SluiceEvent {
 
 export type EventListener = (e: SluiceEvent) => void;
 
+/** Asked before an event is built for a listener of every organization: false skips it for that listener. */
+export type EventInterest = (organizationId: string, event: string, data: Record<string, unknown>) => boolean;
+
 export class EventBus {
   private readonly byOrg = new Map<string, Set<EventListener>>();
-  private readonly everyOrg = new Set<EventListener>();
+  private readonly everyOrg = new Map<EventListener, EventInterest | null>();
   private readonly ids = new JobIds();
 
   constructor(
@@ -29,10 +32,13 @@ export class EventBus {
     private readonly onError: (err: unknown) => void = (err) => console.error('[events]', err),
   ) {}
 
-  /** Listens to one organization's events (null: every organization's). Returns the unsubscribe. */
-  subscribe(organizationId: string | null, fn: EventListener): () => void {
+  /**
+   * Listens to one organization's events (null: every organization's, optionally only those `wants` accepts, so
+   * that the events of organizations nobody watches cost no envelope). Returns the unsubscribe.
+   */
+  subscribe(organizationId: string | null, fn: EventListener, wants: EventInterest | null = null): () => void {
     if (organizationId === null) {
-      this.everyOrg.add(fn);
+      this.everyOrg.set(fn, wants);
       return () => this.everyOrg.delete(fn);
     }
     let set = this.byOrg.get(organizationId);
@@ -49,16 +55,13 @@ export class EventBus {
     return this.byOrg.get(organizationId)?.size ?? 0;
   }
 
-  /** True when somebody would hear an event of this organization. */
-  watched(organizationId: string): boolean {
-    return this.everyOrg.size > 0 || this.byOrg.has(organizationId);
-  }
-
   publish(organizationId: string, event: string, data: Record<string, unknown>, at: number = this.clock.now()): void {
-    if (!this.watched(organizationId)) return;
-    const e: SluiceEvent = { id: this.ids.next(at), event, created_at: new Date(at).toISOString(), organization_id: organizationId, data };
-    for (const fn of this.everyOrg) this.deliver(fn, e);
     const set = this.byOrg.get(organizationId);
+    let every: EventListener[] | null = null;
+    for (const [fn, wants] of this.everyOrg) if (wants === null || wants(organizationId, event, data)) (every ??= []).push(fn);
+    if (every === null && set === undefined) return;
+    const e: SluiceEvent = { id: this.ids.next(at), event, created_at: new Date(at).toISOString(), organization_id: organizationId, data };
+    if (every) for (const fn of every) this.deliver(fn, e);
     if (set) for (const fn of set) this.deliver(fn, e);
   }
 

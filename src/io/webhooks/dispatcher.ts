@@ -88,7 +88,8 @@ export interface DeliveryResult {
 
 export class WebhookDispatcher {
   private readonly sender: Sender;
-  private readonly cache = new Map<string, { at: number; hooks: Promise<OutgoingWebhookRow[]> }>();
+  /** `names`: the event names the organization's endpoints subscribe to, once the read has answered. */
+  private readonly cache = new Map<string, { at: number; hooks: Promise<OutgoingWebhookRow[]>; names?: Set<string> }>();
   private readonly tasks = new Set<Promise<unknown>>();
   private readonly sleepers = new Set<() => void>();
   private unsubscribe: (() => void) | null = null;
@@ -100,7 +101,7 @@ export class WebhookDispatcher {
   }
 
   start(): void {
-    this.unsubscribe = this.o.events.subscribe(null, (e) => this.track(this.onEvent(e)));
+    this.unsubscribe = this.o.events.subscribe(null, (e) => this.track(this.onEvent(e)), (org, event, data) => this.wants(org, event, data));
     this.track(this.resume());
     this.pruneTimer = setInterval(() => this.track(this.pruneOnce()), this.o.pruneIntervalMs ?? 3_600_000);
     this.pruneTimer.unref();
@@ -168,15 +169,31 @@ export class WebhookDispatcher {
     this.tasks.add(t);
   }
 
+  /**
+   * Whether an event may need a delivery, answered without waiting: a completion callback always, otherwise
+   * unless the organization's endpoints are known (cached) and none subscribes to it. Every job transition of
+   * every organization passes here, so most are turned away before an envelope is even built.
+   */
+  private wants(organizationId: string, event: string, data: Record<string, unknown>): boolean {
+    if (this.stopping) return false;
+    if (data.callback === true) return true;
+    const entry = this.cache.get(organizationId);
+    if (!entry?.names || this.o.clock.now() - entry.at > CACHE_TTL_MS) return true;
+    return entry.names.has(event);
+  }
+
   private subscribed(organizationId: string): Promise<OutgoingWebhookRow[]> {
     const now = this.o.clock.now();
     let entry = this.cache.get(organizationId);
     if (!entry || now - entry.at > CACHE_TTL_MS) {
       const hooks = enabledWebhooks(this.o.store, organizationId);
-      const fresh = { at: now, hooks };
+      const fresh: { at: number; hooks: Promise<OutgoingWebhookRow[]>; names?: Set<string> } = { at: now, hooks };
       this.cache.set(organizationId, (entry = fresh));
-      // A failed read is not cached: the next event tries again.
-      hooks.catch(() => this.cache.get(organizationId) === fresh && this.cache.delete(organizationId));
+      hooks.then(
+        (rows) => (fresh.names = new Set(rows.flatMap((w) => w.events))),
+        // A failed read is not cached: the next event tries again.
+        () => this.cache.get(organizationId) === fresh && this.cache.delete(organizationId),
+      );
     }
     return entry.hooks;
   }
