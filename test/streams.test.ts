@@ -177,6 +177,20 @@ describe('real-time streams', () => {
     await noStreamsLeft(org);
   });
 
+  test('a job with a completion callback: its events carry nothing of the callback', async () => {
+    const s = await sse(`${base}/api/v1/events?queue=e-callback`, auth(api.key));
+    const job = await api.enqueue({ queue_name: 'e-callback', completion_webhook: 'http://127.0.0.1:9/cb', completion_webhook_secret: 'cb-secret' });
+    const [claimed] = await api.claim('e-callback');
+    assert.equal((await api.post(`/api/v1/jobs/${job.id}/complete`, { worker_id: 'w1', lease_id: claimed.lease_id })).status, 200);
+    await until('three events', () => s.events.length >= 3);
+    for (const { env } of s.events) {
+      assert.ok(!('callback' in env.data), `${env.event} carries ${JSON.stringify(env.data)}`);
+      assert.ok(!JSON.stringify(env).includes('cb-secret'));
+    }
+    s.close();
+    await noStreamsLeft(org);
+  });
+
   test('/events filters: queue (alias queue_name), events by name and by family; 422 on bad filters', async () => {
     const byQueue = await sse(`${base}/api/v1/events?queue=f-a`, auth(api.key));
     const byAlias = await sse(`${base}/api/v1/events?queue_name=f-b`, auth(api.key));
