@@ -174,10 +174,12 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       apply: (inv) => {
         auth.apply(inv);
         if (inv.kind === 'org') limiter.invalidate(inv.id);
+        else if (inv.kind === 'webhooks') webhooks?.forget(inv.id);
       },
       resync: () => {
         auth.resync();
         limiter.invalidateAll();
+        webhooks?.forget(null);
       },
     });
     await auth.start();
@@ -202,6 +204,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       timeoutMs: config.webhookTimeoutMs,
       concurrency: config.webhookConcurrency,
       planOverrides: config.planOverrides,
+      invalidations: channel,
     });
     const flows = (workflows = new WorkflowCoordinator({ pool, store, quotas, events, places: services.places, clock, log }));
     const calls = (apiCalls = new ApiCalls(store, clock, log));

@@ -2,6 +2,8 @@
 // at once (LISTEN/NOTIFY), not when the other node's 30-second cache runs out. The embedded store is
 // single-node, so this runs on PostgreSQL only.
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { startNode, type SluiceNode } from '../src/node.js';
@@ -105,4 +107,35 @@ test("a key revoked through one node ends the key's open streams on the other", 
   })().catch(() => (ended = true));
   assert.equal((await onA.delete(`/api/v1/api-keys/${created.body.id}`)).status, 200);
   await eventually("node B ending the revoked key's stream", async () => ended);
+});
+
+test('an outgoing webhook created through one node is used by the other at once', { skip }, async () => {
+  const got: string[] = [];
+  const receiver = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => (raw += c));
+    req.on('end', () => {
+      got.push(JSON.parse(raw).data.queue_name);
+      res.end('ok');
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  try {
+    const { key } = await insertKey(a, { plan: 'pro' });
+    const tenantA = onA.as(key);
+    const tenantB = onB.as(key);
+    // Node B learns that this organization has no endpoint (and caches it).
+    assert.equal((await tenantB.post('/api/v1/jobs', { queue_name: 'before-hook', payload: {} })).status, 201);
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    assert.equal((await tenantA.post('/api/v1/outgoing-webhooks', { name: 'x', url, events: ['job.created'] })).status, 201);
+    await eventually('node B delivering to the new endpoint', async () => {
+      assert.equal((await tenantB.post('/api/v1/jobs', { queue_name: 'after-hook', payload: {} })).status, 201);
+      await sleep(100);
+      return got.includes('after-hook');
+    });
+    assert.ok(!got.includes('before-hook'));
+  } finally {
+    receiver.closeAllConnections();
+    await new Promise((r) => receiver.close(r));
+  }
 });

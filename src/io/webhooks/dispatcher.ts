@@ -27,6 +27,7 @@ import { pendingDeliveries, type PendingDelivery } from '../db/sql/pendingDelive
 import { pruneDeliveries } from '../db/sql/pruneDeliveries.js';
 import { recordDeliveryAttempt } from '../db/sql/recordDeliveryAttempt.js';
 import type { Store } from '../db/store.js';
+import type { InvalidationChannel } from '../db/invalidations.js';
 import { Sender } from './sender.js';
 import { deliveryHeaders } from './signing.js';
 import type { UrlPolicy } from './ssrf.js';
@@ -51,7 +52,7 @@ export const WEBHOOK_EVENTS = [
 ] as const;
 
 const PRUNE_BATCH = 1_000;
-/** Changes made through another node reach this one's cache within this time (there is no invalidation channel yet). */
+/** Changes are announced to every node (see invalidate); this bounds the staleness of a missed announcement. */
 const CACHE_TTL_MS = 30_000;
 const ORG_PAGE = 500;
 const DAY_MS = 86_400_000;
@@ -67,6 +68,8 @@ export interface DispatcherOptions {
   timeoutMs: number;
   concurrency: number;
   planOverrides: PlanOverrides;
+  /** Tells every node that an organization's endpoints changed (their caches drop it: see forget). */
+  invalidations: InvalidationChannel;
   /** Time between history prunes (real time). */
   pruneIntervalMs?: number;
 }
@@ -117,9 +120,18 @@ export class WebhookDispatcher {
     while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
   }
 
-  /** The organization's endpoints changed: the next event reads them again. */
+  /** The organization's endpoints changed (committed): every node reads them again at its next event. */
   invalidate(organizationId: string): void {
-    this.cache.delete(organizationId);
+    this.forget(organizationId);
+    this.o.invalidations
+      .publish({ kind: 'webhooks', id: organizationId })
+      .catch((err) => this.o.log.error('could not announce a webhook change to other nodes', err));
+  }
+
+  /** Drops this node's cached endpoints of the organization (an announcement, or a lost channel: null = all). */
+  forget(organizationId: string | null): void {
+    if (organizationId === null) this.cache.clear();
+    else this.cache.delete(organizationId);
   }
 
   /** One `webhook.test` delivery to this endpoint now, a single attempt; its outcome. */
