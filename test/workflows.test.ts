@@ -130,6 +130,17 @@ describe('workflows', () => {
     await complete(api, c);
     assert.equal((await api.get(`/api/v1/workflows/${id}`)).body.status, 'failed');
 
+    // Its jobs come back with the workflow only: alone they would run out of order.
+    assertError(await api.post(`/api/v1/jobs/${b.id}/retry`), 409, 'CONFLICT', ['workflow_id']);
+    const d0 = byName(wf.body).D.id;
+    assertError(await api.post(`/api/v1/jobs/${d0}/retry`), 409, 'CONFLICT', ['workflow_id']);
+    const dlqByIds = await api.post('/api/v1/jobs/dlq/retry', { job_ids: [b.id] });
+    assert.equal(dlqByIds.body.retried, 0);
+    assert.match(dlqByIds.body.failed[0].error, /retry the workflow/);
+    const dlqByQueue = await api.post('/api/v1/jobs/dlq/retry', { queue_name: q1 });
+    assert.deepEqual([dlqByQueue.body.retried, dlqByQueue.body.failed], [0, []]);
+    assert.equal(byName((await api.get(`/api/v1/workflows/${id}`)).body).B.status, 'deadletter');
+
     const retried = await api.post(`/api/v1/workflows/${id}/retry`);
     assert.equal(retried.status, 200, JSON.stringify(retried.body));
     assert.equal(retried.body.status, 'running');

@@ -8,7 +8,8 @@ export type TerminalJob = ReviveInput & { queue_name: string; status: string };
 export async function terminalJobs(
   store: Store,
   organizationId: string,
-  filter: { ids?: string[]; queue?: string; statuses: string[]; limit?: number },
+  /** `standalone`: leave out workflow jobs (they are retried with their workflow). */
+  filter: { ids?: string[]; queue?: string; statuses: string[]; limit?: number; standalone?: boolean },
 ): Promise<TerminalJob[]> {
   return store.query<TerminalJob>(
     `SELECT id, queue_name, status, priority, max_retries, timeout_seconds, last_error, idempotency_key,
@@ -17,8 +18,9 @@ export async function terminalJobs(
       WHERE organization_id = $1 AND status = ANY ($2::text[])
         AND ($3::uuid[] IS NULL OR id = ANY ($3::uuid[]))
         AND ($4::text IS NULL OR queue_name = $4)
+        AND (NOT $6::boolean OR workflow_id IS NULL)
       ORDER BY created_at, id
       LIMIT $5`,
-    [organizationId, filter.statuses, filter.ids ?? null, filter.queue ?? null, filter.limit ?? 1000],
+    [organizationId, filter.statuses, filter.ids ?? null, filter.queue ?? null, filter.limit ?? 1000, filter.standalone ?? false],
   );
 }

@@ -6,7 +6,7 @@ import { purgeDeadLetters } from '../../db/sql/purgeDeadLetters.js';
 import { terminalJobs, type TerminalJob } from '../../db/sql/terminalJobs.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
-import { QueueName, parseTime, Uuid } from './jobs.js';
+import { QueueName, parseTime, Uuid, workflowJob } from './jobs.js';
 import { reviveJobs, type Services } from './services.js';
 
 const MAX_IDS = 100;
@@ -42,15 +42,20 @@ export function dlqRoutes(s: Services): Route[] {
       queue: body.queue_name,
       statuses: ['deadletter'],
       limit: ids ? MAX_IDS : (body.limit ?? 100),
+      // Named jobs are all read, so that a workflow job is answered why it was not retried.
+      standalone: !ids,
     });
     const byQueue = new Map<string, TerminalJob[]>();
-    for (const r of rows) byQueue.set(r.queue_name, [...(byQueue.get(r.queue_name) ?? []), r]);
+    // Workflow jobs are retried with their workflow (see workflowJob in jobs.ts).
+    const inWorkflows = rows.filter((r) => r.workflow_id);
+    for (const r of rows) if (!r.workflow_id) byQueue.set(r.queue_name, [...(byQueue.get(r.queue_name) ?? []), r]);
     const outcomes = (
       await Promise.all([...byQueue].map(([queue, jobs]) => reviveJobs(s, org, queue, jobs, ['deadletter'])))
     ).flat();
     const retried = outcomes.filter((o) => o.revived).map((o) => o.id);
     const failed = [
       ...outcomes.flatMap((o) => (o.revived ? [] : [{ id: o.id, error: o.reason }])),
+      ...inWorkflows.map((r) => ({ id: r.id, error: workflowJob(r.workflow_id!).message })),
       ...(ids ?? []).filter((id) => !rows.some((r) => r.id === id)).map((id) => ({ id, error: 'not in the dead-letter queue' })),
     ];
     return { status: 200, body: { retried: retried.length, job_ids: retried, failed } };

@@ -146,6 +146,15 @@ export async function enqueueJob(s: Services, org: string, body: unknown): Promi
   return submit(s, org, queue, input, await s.quotas.admitJobs(org, [bytes]));
 }
 
+/**
+ * A workflow job comes back with its workflow (POST /workflows/:id/retry), which re-blocks it behind parents that
+ * have not completed and runs the workflow again; reviving it alone would run it out of order.
+ */
+export const workflowJob = (workflowId: string): AppError =>
+  new AppError('CONFLICT', `The job belongs to workflow ${workflowId}: retry the workflow (POST /api/v1/workflows/${workflowId}/retry)`, {
+    workflow_id: workflowId,
+  });
+
 export function jobRoutes(s: Services): Route[] {
   const urlPolicy = policyOf(s.config);
   /** Which queue actor holds the job, or 404. */
@@ -216,6 +225,7 @@ export function jobRoutes(s: Services): Route[] {
     const org = req.principal.organizationId;
     const [row] = await terminalJobs(s.store, org, { ids: [id], statuses: ['deadletter', 'cancelled'] });
     if (!row) return notLive(org, id, 'only dead-lettered or cancelled jobs can be retried');
+    if (row.workflow_id) throw workflowJob(row.workflow_id);
     const [outcome] = await reviveJobs(s, org, row.queue_name, [row], ['deadletter', 'cancelled']);
     if (!outcome?.revived) return notLive(org, id, outcome?.reason ?? 'it cannot be retried');
     return { status: 200, body: presentJob(outcome.job) };
