@@ -51,6 +51,9 @@ export function allowOf(r: ApiResponse): string[] {
     .filter(Boolean);
 }
 
+/** The fields a 429 QUOTA_EXCEEDED carries besides the generic ones (SPEC Errors). */
+export const QUOTA_EXTRAS = ['resource', 'current', 'limit', 'plan', 'upgrade_to'];
+
 /** An organization (new unless given) and a key of it with these permissions. */
 export async function insertKey(
   n: TestNode,

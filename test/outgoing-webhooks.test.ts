@@ -12,11 +12,10 @@ import { blockedAddress, guardedLookup, urlProblem } from '../src/io/webhooks/ss
 import { loadConfig } from '../src/config.js';
 import { startNode } from '../src/node.js';
 import { Api, freshStore, sleep, startTestNode, type TestNode } from './helpers.js';
-import { assertError, assertInvalid, insertKey, nextLink } from './http-assert.js';
+import { assertError, assertInvalid, insertKey, nextLink, QUOTA_EXTRAS } from './http-assert.js';
 
 const HOOKS = '/api/v1/outgoing-webhooks';
 const FAST = { WEBHOOK_RETRY_UNIT_MS: '5', WEBHOOK_TIMEOUT_MS: '3000' };
-const QUOTA_EXTRAS = ['resource', 'current', 'limit', 'plan', 'upgrade_to'];
 
 interface Received {
   headers: http.IncomingHttpHeaders;

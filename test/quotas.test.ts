@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { startTestNode, type Api, type TestNode } from './helpers.js';
-import { assertError, insertKey } from './http-assert.js';
+import { assertError, insertKey, QUOTA_EXTRAS } from './http-assert.js';
 
 const clock = new ManualClock(Date.UTC(2030, 5, 1, 23, 0));
 const ADMIN = 'admin-key-for-quota-tests';
@@ -22,7 +22,6 @@ async function org(plan: string, overrides: Record<string, number | null> = {}):
   return { api: n.api.as(key), id: organizationId };
 }
 
-const QUOTA_EXTRAS = ['resource', 'current', 'limit', 'plan', 'upgrade_to'];
 
 describe('quotas', () => {
   test('active_jobs stops at exactly the limit; a finished job frees its slot', async () => {

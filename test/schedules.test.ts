@@ -9,11 +9,10 @@ import { loadConfig } from '../src/config.js';
 import { startNode } from '../src/node.js';
 import type { SluiceEvent } from '../src/runtime/event-bus.js';
 import { Api, freshStore, sleep, startTestNode, type ApiResponse, type TestNode } from './helpers.js';
-import { assertError, assertInvalid, insertKey, nextLink } from './http-assert.js';
+import { assertError, assertInvalid, insertKey, nextLink, QUOTA_EXTRAS } from './http-assert.js';
 
 const S = '/api/v1/schedules';
 const MINUTE = 60_000;
-const QUOTA_EXTRAS = ['resource', 'current', 'limit', 'plan', 'upgrade_to'];
 const EVERY_MINUTE = '0 * * * * *';
 
 describe('schedules', () => {

@@ -12,7 +12,7 @@ import { WorkerReaper } from '../src/runtime/worker-reaper.js';
 import { loadConfig } from '../src/config.js';
 import { startNode, type SluiceNode } from '../src/node.js';
 import { Api, freshStore, startTestNode, type TestNode } from './helpers.js';
-import { assertError, assertInvalid, insertKey, nextLink } from './http-assert.js';
+import { assertError, assertInvalid, insertKey, nextLink, QUOTA_EXTRAS } from './http-assert.js';
 
 const clock = new ManualClock(Date.UTC(2030, 5, 1, 12, 0));
 let n: TestNode;
@@ -21,7 +21,6 @@ before(async () => {
 });
 after(() => n.stop());
 
-const QUOTA_EXTRAS = ['resource', 'current', 'limit', 'plan', 'upgrade_to'];
 
 /** A fresh organization on `plan` (not rate-limited), an Api for its key, and its events. */
 async function org(plan = 'free', permissions?: string[]): Promise<{ api: Api; id: string; events: SluiceEvent[] }> {

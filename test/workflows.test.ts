@@ -9,7 +9,7 @@ import { loadConfig } from '../src/config.js';
 import { CREATING_GRACE_MS } from '../src/runtime/workflows.js';
 import { startNode } from '../src/node.js';
 import { Api, freshStore, startTestNode, type TestNode } from './helpers.js';
-import { assertError, assertInvalid, insertKey, nextLink } from './http-assert.js';
+import { assertError, assertInvalid, insertKey, nextLink, QUOTA_EXTRAS } from './http-assert.js';
 
 const clock = new ManualClock(Date.UTC(2030, 5, 1, 12, 0));
 let n: TestNode;
@@ -18,7 +18,6 @@ before(async () => {
 });
 after(() => n.stop());
 
-const QUOTA_EXTRAS = ['resource', 'current', 'limit', 'plan', 'upgrade_to'];
 let unique = 0;
 const q = (name: string) => `${name}-${++unique}`;
 
