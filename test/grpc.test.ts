@@ -241,6 +241,8 @@ describe('gRPC QueueService', () => {
     assert.equal(acks.get('stale').code, status.FAILED_PRECONDITION);
     assert.match(acks.get('stale').message, /LEASE_EXPIRED/);
     assert.equal(acks.get('bad-claim').code, status.INVALID_ARGUMENT);
+    // A claim still waiting for jobs when the client half-closes does not hold the stream open.
+    stream.write({ ref: 'c2', claim: { queueName: 'duplex-empty', workerId: 'pw', batchSize: 1 } });
     stream.end();
     await seen.until(() => seen.ended() !== null, 'the server to end the stream');
     assert.equal(seen.ended(), 'end');

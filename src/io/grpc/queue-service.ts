@@ -103,10 +103,13 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
     return { jobId: reply.id, leaseId: str(reply.lease_id), leaseExpiresAt: str(reply.lease_expires_at) };
   };
 
-  /** Claims for `open()` streams until `want` jobs went out (Infinity: until it closes), each written by `send`. */
-  const pump = async (org: string, r: ClaimMsg, want: number, open: () => boolean, send: (job: Json) => Promise<void>) => {
+  /**
+   * Claims until `want` jobs went out (Infinity: for ever) or `more()` turns false, writing each job by `send`
+   * while `open()`.
+   */
+  const pump = async (org: string, r: ClaimMsg, want: number, open: () => boolean, send: (job: Json) => Promise<void>, more = open) => {
     let left = want;
-    while (open() && left > 0) {
+    while (more() && left > 0) {
       const jobs = await claimJobs(s, org, claimBody({ ...r, batchSize: Math.min(r.batchSize, left) }, POLL_MS));
       // Jobs claimed after the client left stay leased until their lease expires, then return to the queue.
       for (const j of jobs) if (open()) await send(toJob(j));
@@ -149,11 +152,13 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
 
   /**
    * Up: {ref, claim | complete | fail | renew}. Down: claimed jobs, and an Ack {ref, jobId, code, message,
-   * reply} for each complete, fail and renew (and for a claim that was refused). The stream ends when the
-   * client half-closes and the work it asked for is answered, or when it cancels.
+   * reply} for each complete, fail and renew (and for a claim that was refused). When the client half-closes,
+   * claims stop after their poll in flight, what is in flight is answered, and the stream ends (OK).
    */
   const processJobs = (call: ServerDuplexStream<{ ref: string; kind?: string } & Json, Json>) => {
     let open = true;
+    /** False once the client half-closed: claims stop asking (after the poll in flight) and the stream ends. */
+    let claiming = true;
     const send = writer(call);
     const pending = new Set<Promise<void>>();
     const shutdown = () => {
@@ -184,7 +189,8 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
         if (!Number.isInteger(r.batchSize) || r.batchSize < 1 || r.batchSize > 100) {
           return ack(ref, '', null, validationError([{ field: 'batchSize', message: 'must be from 1 to 100' }]));
         }
-        return pump(o, r, r.batchSize, () => open, (job) => send({ job })).catch((err) => (open ? ack(ref, '', null, err) : undefined));
+        const more = () => open && claiming;
+        return pump(o, r, r.batchSize, () => open, (job) => send({ job }), more).catch((err) => (open ? ack(ref, '', null, err) : undefined));
       }
       const ops = { complete, fail, renew } as Record<string, (org: string, r: never) => Promise<Json>>;
       const op = m.kind === undefined ? undefined : ops[m.kind];
@@ -203,6 +209,7 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
       void p.finally(() => pending.delete(p));
     });
     call.on('end', () => {
+      claiming = false;
       void Promise.all([...pending]).then(() => {
         if (open) call.end();
         close();
