@@ -305,6 +305,18 @@ describe('gRPC authentication, permissions and quotas', () => {
     }
   });
 
+  test('revoking the key ends its open StreamJobs stream with UNAUTHENTICATED', async () => {
+    const { g, key, id } = await org();
+    const stream = collect(g.queue.StreamJobs({ queueName: 'q', workerId: 'w', batchSize: 1 }, g.metadata()) as ClientReadableStream<Json>);
+    await sleep(300);
+    assert.equal(stream.ended(), null);
+    const [row] = await n.node.store.query<{ id: string }>('SELECT id FROM api_keys WHERE organization_id = $1', [id]);
+    assert.equal((await n.api.as(key).delete(`/api/v1/api-keys/${row!.id}`)).status, 200);
+    await stream.until(() => stream.ended() !== null, 'the stream to end');
+    assert.equal((stream.ended() as ServiceError).code, status.UNAUTHENTICATED);
+    await rejectsWith(g.q('GetJob', { jobId: '00000000-0000-4000-8000-000000000000' }), status.UNAUTHENTICATED);
+  });
+
   test('a key without the permission is PERMISSION_DENIED', async () => {
     const { g: reader } = await org({ permissions: ['jobs:read'] });
     await rejectsWith(reader.q('Enqueue', { queueName: 'q', payload: toStruct({}) }), status.PERMISSION_DENIED, /jobs:write/);

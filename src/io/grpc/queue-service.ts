@@ -1,12 +1,12 @@
 // QueueService: the job RPCs over the very operations of the REST routes (enqueueJob, claimJobs, leaseAction,
 // getJob, queueStatsOf). Requests are mapped to the REST bodies, so validation, defaults and quotas are one copy.
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
-import { CATALOG, validationError } from '../../errors.js';
+import { validationError } from '../../errors.js';
 import { getJob } from '../db/sql/getJob.js';
 import { presentJob } from '../http/present.js';
 import { claimJobs, enqueueJob, jobIdOf, leaseAction } from '../http/routes/jobs.js';
 import { queueStatsOf } from '../http/routes/queue-queries.js';
-import { given, grpcError, organizationOf, unary, type GrpcContext } from './call.js';
+import { given, grpcError, OpenStream, unary, type GrpcContext } from './call.js';
 import { fromStruct, fromValue, toStruct, toValue, type PbStruct, type PbValue } from './proto.js';
 
 /** How long one claim of a stream waits for jobs before asking again (bounds the work after a cancel). */
@@ -117,37 +117,12 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
     }
   };
 
-  /** Registers a stream to be ended when the server stops; returns the unregister function. */
-  const track = (end: () => void): (() => void) => {
-    ctx.streams.add(end);
-    return () => ctx.streams.delete(end);
-  };
-
-  const writer = (call: ServerWritableStream<unknown, unknown> | ServerDuplexStream<unknown, unknown>) => (msg: Json) =>
-    new Promise<void>((resolve) => {
-      if (call.write(msg)) resolve();
-      else call.once('drain', resolve);
-    });
-
   const streamJobs = (call: ServerWritableStream<ClaimMsg, Json>) => {
-    let open = true;
-    const shutdown = () => {
-      if (!open) return;
-      open = false;
-      call.emit('error', { code: CATALOG.UNAVAILABLE.grpc, details: 'UNAVAILABLE: the server is shutting down' });
-    };
-    const untrack = track(shutdown);
-    call.on('cancelled', () => {
-      open = false;
-    });
-    const r = call.request;
-    organizationOf(ctx, call.metadata, 'jobs:write')
-      .then((org) => pump(org, r, Infinity, () => open, writer(call)))
-      .catch((err) => {
-        if (open) call.emit('error', grpcError(err, ctx.log));
-        open = false;
-      })
-      .finally(untrack);
+    const stream = new OpenStream(ctx, call);
+    stream
+      .authenticate('jobs:write')
+      .then((org) => pump(org, call.request, Infinity, () => stream.open, (job) => stream.write(job)))
+      .catch((err) => stream.fail(err));
   };
 
   /**
@@ -156,30 +131,16 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
    * claims stop after their poll in flight, what is in flight is answered, and the stream ends (OK).
    */
   const processJobs = (call: ServerDuplexStream<{ ref: string; kind?: string } & Json, Json>) => {
-    let open = true;
-    /** False once the client half-closed: claims stop asking (after the poll in flight) and the stream ends. */
+    const stream = new OpenStream(ctx, call);
+    /** False once the client half-closed: claims stop asking (after the poll in flight). */
     let claiming = true;
-    const send = writer(call);
     const pending = new Set<Promise<void>>();
-    const shutdown = () => {
-      if (!open) return;
-      open = false;
-      call.emit('error', { code: CATALOG.UNAVAILABLE.grpc, details: 'UNAVAILABLE: the server is shutting down' });
-    };
-    const untrack = track(shutdown);
-    const close = () => {
-      open = false;
-      untrack();
-    };
-    call.on('cancelled', close);
-    const org = organizationOf(ctx, call.metadata, 'jobs:write');
-    org.catch((err) => {
-      if (open) call.emit('error', grpcError(err, ctx.log));
-      close();
-    });
-    const ack = (ref: string, jobId: string, reply: Json | null, err?: unknown) => {
+    const org = stream.authenticate('jobs:write');
+    org.catch((err) => stream.fail(err));
+    const ack = async (ref: string, jobId: string, reply: Json | null, err?: unknown): Promise<void> => {
+      if (!stream.open) return;
       const e = err === undefined ? null : grpcError(err, ctx.log);
-      return send({ ack: { ref, jobId, code: e?.code ?? 0, message: e?.details ?? '', ...(reply ?? {}) } });
+      await stream.write({ ack: { ref, jobId, code: e?.code ?? 0, message: e?.details ?? '', ...(reply ?? {}) } });
     };
     const handle = async (o: string, m: { ref: string; kind?: string } & Json): Promise<void> => {
       const ref = m.ref ?? '';
@@ -189,18 +150,17 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
         if (!Number.isInteger(r.batchSize) || r.batchSize < 1 || r.batchSize > 100) {
           return ack(ref, '', null, validationError([{ field: 'batchSize', message: 'must be from 1 to 100' }]));
         }
-        const more = () => open && claiming;
-        return pump(o, r, r.batchSize, () => open, (job) => send({ job }), more).catch((err) => (open ? ack(ref, '', null, err) : undefined));
+        const more = () => stream.open && claiming;
+        return pump(o, r, r.batchSize, () => stream.open, (job) => stream.write({ job }), more).catch((err) => ack(ref, '', null, err));
       }
       const ops = { complete, fail, renew } as Record<string, (org: string, r: never) => Promise<Json>>;
       const op = m.kind === undefined ? undefined : ops[m.kind];
       if (!op) return ack(ref, '', null, validationError([{ field: 'kind', message: 'one of claim, complete, fail, renew is required' }]));
       const r = m[m.kind!] as { jobId: string };
       try {
-        const reply = await op(o, r as never);
-        if (open) await ack(ref, r.jobId, { [m.kind!]: reply });
+        await ack(ref, r.jobId, { [m.kind!]: await op(o, r as never) });
       } catch (err) {
-        if (open) await ack(ref, r.jobId, null, err);
+        await ack(ref, r.jobId, null, err);
       }
     };
     call.on('data', (m: { ref: string; kind?: string } & Json) => {
@@ -210,10 +170,7 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
     });
     call.on('end', () => {
       claiming = false;
-      void Promise.all([...pending]).then(() => {
-        if (open) call.end();
-        close();
-      });
+      void Promise.all([...pending]).then(() => stream.end());
     });
   };
 
