@@ -162,7 +162,7 @@ export async function startServer(databaseUrl: string): Promise<ServerProcess> {
     cwd: SERVER_ROOT,
     // Its own process group, so a Ctrl-C meant for the bench reaches it only through our cleanup.
     detached: true,
-    env: { ...process.env, ...UNLIMITED_FREE_PLAN, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', DATABASE_URL: databaseUrl, DATA_DIR: dataDir },
+    env: { ...process.env, ...UNLIMITED_FREE_PLAN, HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0', LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', DATABASE_URL: databaseUrl, DATA_DIR: dataDir },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   // Whatever ends this process, the node must not outlive it (an orphan would skew every later run).

@@ -7,6 +7,8 @@ import { PLAN_RESOURCES, PLAN_TIERS, type PlanOverrides, type PlanResource, type
 export interface Config {
   readonly host: string;
   readonly port: number;
+  /** The gRPC API's port (0: any free port). */
+  readonly grpcPort: number;
   /** Unset: the embedded PGlite store in dataDir. */
   readonly databaseUrl: string | null;
   readonly dataDir: string;
@@ -96,6 +98,7 @@ export function loadConfig(env: Env = process.env): Config {
   const config: Config = {
     host: str('HOST', '0.0.0.0'),
     port: int('PORT', 8080, 0, 65535),
+    grpcPort: int('GRPC_PORT', 50051, 0, 65535),
     databaseUrl,
     dataDir: path.resolve(str('DATA_DIR', './data')),
     production: nodeEnv === 'production',

@@ -54,6 +54,8 @@ import { incomingWebhookRoutes } from './io/http/routes/incoming-webhooks.js';
 import { WorkerReaper } from './runtime/worker-reaper.js';
 import { WorkflowCoordinator } from './runtime/workflows.js';
 import { workflowRoutes } from './io/http/routes/workflows.js';
+import { workerOps } from './io/http/routes/workers.js';
+import { GrpcServer } from './io/grpc/server.js';
 
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -66,6 +68,8 @@ export interface NodeOptions {
 export interface SluiceNode {
   readonly url: string;
   readonly port: number;
+  /** The port the gRPC API listens on. */
+  readonly grpcPort: number;
   readonly store: Store;
   readonly pool: ActorPool;
   /** The background sweep of finished jobs past their plan's retention window. */
@@ -148,6 +152,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   const { store } = setup;
   let pool: ActorPool | null = null;
   let http: HttpServer | null = null;
+  let grpc: GrpcServer | null = null;
   let apiCalls: ApiCalls | null = null;
   let mailer: Mailer | null = null;
   const channel: InvalidationChannel = config.databaseUrl ? new PgInvalidations(config.databaseUrl, store, log) : new LocalInvalidations();
@@ -210,6 +215,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const streams = (hub = new StreamHub(events, clock, auth, config.streamsPerOrg));
     const queueStats = (stats = new QueueStatsFeed(store, events, clock, streams, log));
+    const workers = workerOps(services);
     const router = new Router().add(
       ...healthRoutes(services),
       ...jobRoutes(services),
@@ -224,7 +230,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...metricsRoutes(services, metrics),
       ...eventRoutes(services, { hub: streams, stats: queueStats }),
       ...scheduleRoutes(services, { scheduler: sched }),
-      ...workerRoutes(services),
+      ...workerRoutes(services, workers),
       ...incomingWebhookRoutes(services),
       ...outgoingWebhookRoutes(services, webhooks),
       ...workflowRoutes(services, flows),
@@ -251,8 +257,10 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     };
     http = new HttpServer(router, auth, (m, e) => log.error(m, e), admit).webSocket(eventSocket(streams));
     const port = await http.listen(config.host, config.port);
+    const g = (grpc = new GrpcServer({ services, auth, admit, workers, log }));
+    const grpcPort = await g.listen(config.host, config.grpcPort);
     const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
-    log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads)`);
+    log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads); gRPC on ${host}:${grpcPort}`);
     retention.start();
     calls.start();
     const r = (reaper = new WorkerReaper({ store, clock, quotas, events, log, staleSeconds: config.workerStaleSeconds }));
@@ -267,6 +275,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     return {
       url: `http://${host}:${port}`,
       port,
+      grpcPort,
       store,
       pool: p,
       retention,
@@ -278,6 +287,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       stop: () =>
         (stopped ??= (async () => {
           h.close(); // ends open streams and WebSockets too
+          await g.stop();
           await wh.stop(); // deliveries cut short stay pending: the next boot resumes them
           streams.stop();
           queueStats.stop();
@@ -295,6 +305,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     };
   } catch (err) {
     http?.close();
+    await grpc?.stop();
     hub?.stop();
     stats?.stop();
     await scheduler?.stop();

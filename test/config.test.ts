@@ -8,6 +8,7 @@ test('defaults', () => {
   const c = loadConfig({});
   assert.equal(c.host, '0.0.0.0');
   assert.equal(c.port, 8080);
+  assert.equal(c.grpcPort, 50051);
   assert.equal(c.databaseUrl, null);
   assert.equal(c.retryUnitMs, 60_000);
   assert.equal(c.defaultMaxRetries, 3);

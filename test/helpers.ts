@@ -150,7 +150,7 @@ export interface TestNode {
 /** A whole node in this process on an ephemeral port, with its own fresh store. */
 export async function startTestNode(opts: { clock?: Clock; env?: Record<string, string>; store?: StoreLocation } = {}): Promise<TestNode> {
   const store = opts.store ?? (await freshStore());
-  const env = { HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', ACTOR_THREADS: '2', ...store.env, ...opts.env };
+  const env = { HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0', LOG_LEVEL: 'warn', ACTOR_THREADS: '2', ...store.env, ...opts.env };
   const node = await startNode({ config: loadConfig(env), clock: opts.clock });
   if (!node.bootstrapKey) throw new Error('a fresh store should bootstrap the default organization');
   return {
@@ -168,7 +168,7 @@ export async function startTestNode(opts: { clock?: Clock; env?: Record<string, 
 export async function spawnNode(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
     cwd: ROOT,
-    env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'info', ACTOR_THREADS: '2', ...env },
+    env: { ...process.env, HOST: '127.0.0.1', GRPC_PORT: '0', LOG_LEVEL: 'info', ACTOR_THREADS: '2', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

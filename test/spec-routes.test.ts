@@ -106,3 +106,15 @@ test('every SPEC route of workers and incoming webhooks exists', async () => {
   const r = await api.as('').call('POST', new URL(url).pathname, { queue_name: 'spec', payload: {} }, { 'x-webhook-token': token });
   assert.equal(r.status, 201, `POST /api/v1/webhooks/:org_id/custom → ${r.status} ${JSON.stringify(r.body)}`);
 });
+
+test('every RPC of the SPEC gRPC table is in the contract the node serves', async () => {
+  const { loadQueueV1 } = await import('../src/io/grpc/proto.js');
+  const v1 = loadQueueV1();
+  const spec = {
+    QueueService: ['Enqueue', 'Dequeue', 'Complete', 'Fail', 'RenewLease', 'GetJob', 'GetQueueStats', 'StreamJobs', 'ProcessJobs'],
+    WorkerService: ['Register', 'Heartbeat', 'Deregister'],
+  };
+  for (const [name, rpcs] of Object.entries(spec)) {
+    assert.deepEqual(Object.keys(v1[name as keyof typeof spec].service).sort(), [...rpcs].sort(), name);
+  }
+});

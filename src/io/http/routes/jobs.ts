@@ -83,11 +83,13 @@ const HeartbeatBody = validator(
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const ISO_8601 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i;
 
-function jobId(req: Request): string {
-  const id = req.params.id!;
+/** A job id as given by a client, or 404: a string that is not a UUID names no job. */
+export function jobIdOf(id: string): string {
   if (!UUID.test(id)) throw notFound('Job');
   return id.toLowerCase();
 }
+
+const jobId = (req: Request): string => jobIdOf(req.params.id!);
 
 export function parseTime(field: string, value: string | null | undefined): number | null {
   if (value === undefined || value === null) return null;
@@ -154,6 +156,36 @@ export const workflowJob = (workflowId: string): AppError =>
   new AppError('CONFLICT', `The job belongs to workflow ${workflowId}: retry the workflow (POST /api/v1/workflows/${workflowId}/retry)`, {
     workflow_id: workflowId,
   });
+
+/** Claims for a worker (the claim body), remembering where each job lives; the jobs as the API shows them. */
+export async function claimJobs(s: Services, org: string, body: unknown): Promise<Record<string, unknown>[]> {
+  const b = ClaimBody(body);
+  const reply = await s.pool.ask<ClaimReply>(org, b.queue_name, 'claim', {
+    worker_id: b.worker_id,
+    limit: b.limit ?? 1,
+    lease_duration_secs: b.lease_duration_secs ?? null,
+    wait_ms: b.wait_ms ?? 0,
+  });
+  for (const j of reply.jobs) s.places.remember(org, j.id as string, b.queue_name);
+  return reply.jobs.map(presentJob);
+}
+
+export type LeaseOp = 'complete' | 'fail' | 'heartbeat';
+const LEASE_BODIES: Record<LeaseOp, (b: unknown) => Record<string, unknown>> = { complete: CompleteBody, fail: FailBody, heartbeat: HeartbeatBody };
+
+/** Complete, fail or heartbeat the organization's job `id` (a lowercase UUID) under its lease: the actor's reply. */
+export async function leaseAction(s: Services, org: string, op: LeaseOp, id: string, body: unknown): Promise<Record<string, unknown>> {
+  const b = LEASE_BODIES[op](body);
+  const queue = await s.places.find(org, id);
+  if (queue === null) throw notFound('Job');
+  const args =
+    op === 'complete'
+      ? { id, worker_id: b.worker_id, lease_id: b.lease_id, result: b.result ?? null }
+      : op === 'fail'
+        ? { id, worker_id: b.worker_id, lease_id: b.lease_id, error: b.error, retryable: b.retryable ?? true }
+        : { id, worker_id: b.worker_id, lease_id: b.lease_id ?? null, lease_duration_secs: b.lease_duration_secs ?? null };
+  return present(await s.pool.ask<Record<string, unknown>>(org, queue, op, args));
+}
 
 export function jobRoutes(s: Services): Route[] {
   const urlPolicy = policyOf(s.config);
@@ -237,34 +269,17 @@ export function jobRoutes(s: Services): Route[] {
     return { status: 200, body: presentJob(row) };
   };
 
-  const claim = async (req: Request): Promise<Response> => {
-    const body = ClaimBody(req.body);
-    const org = req.principal.organizationId;
-    const reply = await s.pool.ask<ClaimReply>(org, body.queue_name, 'claim', {
-      worker_id: body.worker_id,
-      limit: body.limit ?? 1,
-      lease_duration_secs: body.lease_duration_secs ?? null,
-      wait_ms: body.wait_ms ?? 0,
-    });
-    for (const j of reply.jobs) s.places.remember(org, j.id as string, body.queue_name);
-    return { status: 200, body: { jobs: reply.jobs.map(presentJob) } };
-  };
+  const claim = async (req: Request): Promise<Response> => ({
+    status: 200,
+    body: { jobs: await claimJobs(s, req.principal.organizationId, req.body) },
+  });
 
   const leaseOp =
-    (op: 'complete' | 'fail' | 'heartbeat', parse: (b: unknown) => Record<string, unknown>) =>
-    async (req: Request): Promise<Response> => {
-      const id = jobId(req);
-      const body = parse(req.body);
-      const queue = await placeOf(req, id);
-      const args =
-        op === 'complete'
-          ? { id, worker_id: body.worker_id, lease_id: body.lease_id, result: body.result ?? null }
-          : op === 'fail'
-            ? { id, worker_id: body.worker_id, lease_id: body.lease_id, error: body.error, retryable: body.retryable ?? true }
-            : { id, worker_id: body.worker_id, lease_id: body.lease_id ?? null, lease_duration_secs: body.lease_duration_secs ?? null };
-      const reply = await s.pool.ask<Record<string, unknown>>(req.principal.organizationId, queue, op, args);
-      return { status: 200, body: present(reply) };
-    };
+    (op: LeaseOp) =>
+    async (req: Request): Promise<Response> => ({
+      status: 200,
+      body: await leaseAction(s, req.principal.organizationId, op, jobId(req), req.body),
+    });
 
   const cancel = async (req: Request): Promise<Response> => {
     const id = jobId(req);
@@ -308,14 +323,14 @@ export function jobRoutes(s: Services): Route[] {
       method: 'POST',
       path: '/api/v1/jobs/:id/complete',
       permission: 'jobs:write',
-      handler: leaseOp('complete', CompleteBody),
+      handler: leaseOp('complete'),
       doc: { summary: 'Complete a claimed job (409 LEASE_EXPIRED for a stale lease)', body: CompleteBody.schema, responses: ok('Completed') },
     },
     {
       method: 'POST',
       path: '/api/v1/jobs/:id/fail',
       permission: 'jobs:write',
-      handler: leaseOp('fail', FailBody),
+      handler: leaseOp('fail'),
       doc: {
         summary: 'Fail a claimed job',
         description: 'Retried after min(2^retry_count, 60) minutes while retries remain, else dead-lettered; retryable: false dead-letters at once.',
@@ -327,7 +342,7 @@ export function jobRoutes(s: Services): Route[] {
       method: 'POST',
       path: '/api/v1/jobs/:id/heartbeat',
       permission: 'jobs:write',
-      handler: leaseOp('heartbeat', HeartbeatBody),
+      handler: leaseOp('heartbeat'),
       doc: { summary: 'Extend a live lease (an expired one is never revived)', body: HeartbeatBody.schema, responses: ok('The new lease expiry') },
     },
     { method: 'DELETE', path: '/api/v1/jobs/:id', permission: 'jobs:write', handler: cancel, doc: { summary: 'Cancel a job', responses: ok('Cancelled') } },

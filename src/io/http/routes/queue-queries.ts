@@ -51,6 +51,26 @@ export function presentQueue(row: QueueRow, counts: StatusCounts): Record<string
   };
 }
 
+/** The statistics of an organization's queue (REST stats and gRPC GetQueueStats), or 404. */
+export async function queueStatsOf(s: Services, org: string, name: string): Promise<Record<string, unknown>> {
+  const row = queueNameValid(name) ? await getQueue(s.store, org, name) : null;
+  if (!row) throw notFound('Queue');
+  const now = s.clock.now();
+  const [counts, times] = await Promise.all([
+    jobStats(s.store, org, row.name),
+    queueStats(s.store, org, row.name, new Date(now), THROUGHPUT_WINDOW_MS),
+  ]);
+  const oldest = times.oldest_pending === null ? null : new Date(times.oldest_pending).getTime();
+  return {
+    name: row.name,
+    paused: row.paused,
+    ...counts,
+    // Whole seconds; a job due "in the future" by clock skew counts as waiting 0 s, never negative.
+    oldest_pending_age_seconds: oldest === null ? null : Math.max(0, Math.floor((now - oldest) / 1000)),
+    throughput_last_minute: { completed: times.completed, failed: times.failed },
+  };
+}
+
 export function queueQueryRoutes(s: Services): Route[] {
   /** The queue named in the path, or 404: an invalid name cannot name a queue. */
   const queueOf = async (req: Request): Promise<QueueRow> => {
@@ -75,27 +95,10 @@ export function queueQueryRoutes(s: Services): Route[] {
     return { status: 200, body: presentQueue(row, counts) };
   };
 
-  const stats = async (req: Request): Promise<Response> => {
-    const row = await queueOf(req);
-    const org = req.principal.organizationId;
-    const now = s.clock.now();
-    const [counts, times] = await Promise.all([
-      jobStats(s.store, org, row.name),
-      queueStats(s.store, org, row.name, new Date(now), THROUGHPUT_WINDOW_MS),
-    ]);
-    const oldest = times.oldest_pending === null ? null : new Date(times.oldest_pending).getTime();
-    return {
-      status: 200,
-      body: {
-        name: row.name,
-        paused: row.paused,
-        ...counts,
-        // Whole seconds; a job due "in the future" by clock skew counts as waiting 0 s, never negative.
-        oldest_pending_age_seconds: oldest === null ? null : Math.max(0, Math.floor((now - oldest) / 1000)),
-        throughput_last_minute: { completed: times.completed, failed: times.failed },
-      },
-    };
-  };
+  const stats = async (req: Request): Promise<Response> => ({
+    status: 200,
+    body: await queueStatsOf(s, req.principal.organizationId, req.params.name!),
+  });
 
   return [
     {

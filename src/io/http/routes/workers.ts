@@ -65,7 +65,16 @@ export function presentWorker(row: WorkerRow): Record<string, unknown> {
   };
 }
 
-export function workerRoutes(s: Services): Route[] {
+/** Register, heartbeat and deregister: one copy shared by the REST routes and gRPC WorkerService. */
+export interface WorkerOps {
+  /** The register body (REST shape); 201 for a new row, 200 for a refreshed one. */
+  register(org: string, body: unknown): Promise<Response>;
+  heartbeat(org: string, id: string): Promise<WorkerRow>;
+  deregister(org: string, id: string): Promise<WorkerRow>;
+}
+
+/** One per node: registrations of one id run one after the other across both APIs. */
+export function workerOps(s: Services): WorkerOps {
   /** The registration in flight per worker id on this node: the next one of the same id waits for it. */
   const inFlight = new Map<string, Promise<unknown>>();
   const serially = <T>(id: string, fn: () => Promise<T>): Promise<T> => {
@@ -107,18 +116,35 @@ export function workerRoutes(s: Services): Route[] {
     throw new AppError('UNAVAILABLE', 'The worker id kept changing hands while registering; retry');
   };
 
-  const register = async (req: Request): Promise<Response> => {
-    const { worker_id, ...fields } = RegisterBody(req.body);
-    if (fields.metadata !== undefined && Buffer.byteLength(JSON.stringify(fields.metadata)) > MAX_METADATA_BYTES) {
-      throw validationError([{ field: 'metadata', message: `must be at most ${MAX_METADATA_BYTES} bytes of JSON` }]);
-    }
-    const org = req.principal.organizationId;
-    if (worker_id !== undefined) return serially(worker_id, () => registerId(org, worker_id, fields));
-    const row = await create(org, randomUUID(), fields);
-    // A fresh UUID cannot already exist.
-    if (!row) throw new AppError('UNAVAILABLE', 'Could not register the worker; retry');
-    return { status: 201, body: presentWorker(row) };
+  return {
+    register: async (org, raw) => {
+      const { worker_id, ...fields } = RegisterBody(raw);
+      if (fields.metadata !== undefined && Buffer.byteLength(JSON.stringify(fields.metadata)) > MAX_METADATA_BYTES) {
+        throw validationError([{ field: 'metadata', message: `must be at most ${MAX_METADATA_BYTES} bytes of JSON` }]);
+      }
+      if (worker_id !== undefined) return serially(worker_id, () => registerId(org, worker_id, fields));
+      const row = await create(org, randomUUID(), fields);
+      // A fresh UUID cannot already exist.
+      if (!row) throw new AppError('UNAVAILABLE', 'Could not register the worker; retry');
+      return { status: 201, body: presentWorker(row) };
+    },
+    heartbeat: async (org, id) => {
+      const row = WORKER_ID.test(id) ? await heartbeatWorker(s.store, org, id, new Date(s.clock.now())) : null;
+      if (!row) throw notFound('Worker');
+      return row;
+    },
+    deregister: async (org, id) => {
+      const row = WORKER_ID.test(id) ? await deleteWorker(s.store, org, id) : null;
+      if (!row) throw notFound('Worker');
+      s.quotas.release(org, 'workers');
+      s.events.publish(org, 'worker.deregistered', { worker_id: row.id, reason: 'deregistered' });
+      return row;
+    },
   };
+}
+
+export function workerRoutes(s: Services, ops: WorkerOps = workerOps(s)): Route[] {
+  const register = (req: Request): Promise<Response> => ops.register(req.principal.organizationId, req.body);
 
   /** The path id, or 404 for one that no worker can have. */
   const idOf = (req: Request): string => {
@@ -140,18 +166,13 @@ export function workerRoutes(s: Services): Route[] {
     return { status: 200, body: presentWorker(row) };
   };
 
-  const heartbeat = async (req: Request): Promise<Response> => {
-    const row = await heartbeatWorker(s.store, req.principal.organizationId, idOf(req), new Date(s.clock.now()));
-    if (!row) throw notFound('Worker');
-    return { status: 200, body: presentWorker(row) };
-  };
+  const heartbeat = async (req: Request): Promise<Response> => ({
+    status: 200,
+    body: presentWorker(await ops.heartbeat(req.principal.organizationId, idOf(req))),
+  });
 
   const deregister = async (req: Request): Promise<Response> => {
-    const org = req.principal.organizationId;
-    const row = await deleteWorker(s.store, org, idOf(req));
-    if (!row) throw notFound('Worker');
-    s.quotas.release(org, 'workers');
-    s.events.publish(org, 'worker.deregistered', { worker_id: row.id, reason: 'deregistered' });
+    const row = await ops.deregister(req.principal.organizationId, idOf(req));
     return { status: 200, body: { ...presentWorker(row), status: 'deregistered' } };
   };
 

@@ -1,0 +1,231 @@
+// QueueService: the job RPCs over the very operations of the REST routes (enqueueJob, claimJobs, leaseAction,
+// getJob, queueStatsOf). Requests are mapped to the REST bodies, so validation, defaults and quotas are one copy.
+import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
+import { validationError } from '../../errors.js';
+import { getJob } from '../db/sql/getJob.js';
+import { presentJob } from '../http/present.js';
+import { claimJobs, enqueueJob, jobIdOf, leaseAction } from '../http/routes/jobs.js';
+import { queueStatsOf } from '../http/routes/queue-queries.js';
+import { given, grpcError, OpenStream, unary, type GrpcContext } from './call.js';
+import { fromStruct, fromValue, toStruct, toValue, type PbStruct, type PbValue } from './proto.js';
+
+/** How long one claim of a stream waits for jobs before asking again (bounds the work after a cancel). */
+const POLL_MS = 5_000;
+
+type Json = Record<string, unknown>;
+const str = (v: unknown): string => (v === null || v === undefined ? '' : String(v));
+
+/** A job as the REST API shows it (presentJob), as a queue.v1.Job. */
+export function toJob(j: Json): Json {
+  return {
+    id: j.id,
+    queueName: j.queue_name,
+    status: j.status,
+    payload: toStruct((j.payload as Json | null) ?? {}),
+    result: j.result === null || j.result === undefined ? null : toValue(j.result),
+    priority: j.priority,
+    retryCount: j.retry_count,
+    maxRetries: j.max_retries,
+    lastError: str(j.last_error),
+    tags: Object.fromEntries(Object.entries((j.tags as Json | null) ?? {}).map(([k, v]) => [k, str(v)])),
+    idempotencyKey: str(j.idempotency_key),
+    timeoutSeconds: j.timeout_seconds,
+    workerId: str(j.assigned_worker_id),
+    leaseId: str(j.lease_id),
+    leaseExpiresAt: str(j.lease_expires_at),
+    scheduledAt: str(j.scheduled_at),
+    createdAt: str(j.created_at),
+    startedAt: str(j.started_at),
+    completedAt: str(j.completed_at),
+    updatedAt: str(j.updated_at),
+    workflowId: str(j.workflow_id),
+    completionWebhook: str(j.completion_webhook),
+  };
+}
+
+interface ClaimMsg {
+  queueName: string;
+  workerId: string;
+  batchSize: number;
+  leaseDurationSecs: number;
+  waitMs?: number;
+}
+interface CompleteMsg {
+  jobId: string;
+  workerId: string;
+  leaseId: string;
+  result?: PbValue | null;
+}
+interface FailMsg {
+  jobId: string;
+  workerId: string;
+  leaseId: string;
+  error: string;
+  retryable?: boolean | null;
+}
+interface RenewMsg {
+  jobId: string;
+  workerId: string;
+  leaseId: string;
+  leaseDurationSecs: number;
+}
+
+const claimBody = (r: ClaimMsg, waitMs: number) => ({
+  queue_name: r.queueName,
+  worker_id: r.workerId,
+  limit: r.batchSize,
+  lease_duration_secs: given(r.leaseDurationSecs),
+  wait_ms: waitMs,
+});
+
+export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
+  const s = ctx.services;
+
+  const complete = async (org: string, r: CompleteMsg): Promise<Json> => {
+    const reply = await leaseAction(s, org, 'complete', jobIdOf(r.jobId), { worker_id: r.workerId, lease_id: r.leaseId, result: fromValue(r.result) });
+    return { jobId: reply.id, status: reply.status, completedAt: str(reply.completed_at) };
+  };
+  const fail = async (org: string, r: FailMsg): Promise<Json> => {
+    const reply = await leaseAction(s, org, 'fail', jobIdOf(r.jobId), {
+      worker_id: r.workerId,
+      lease_id: r.leaseId,
+      error: r.error,
+      retryable: r.retryable ?? undefined,
+    });
+    return { jobId: reply.id, status: reply.status, retryCount: reply.retry_count, maxRetries: reply.max_retries, scheduledAt: str(reply.scheduled_at) };
+  };
+  const renew = async (org: string, r: RenewMsg): Promise<Json> => {
+    const reply = await leaseAction(s, org, 'heartbeat', jobIdOf(r.jobId), {
+      worker_id: r.workerId,
+      lease_id: r.leaseId,
+      lease_duration_secs: given(r.leaseDurationSecs),
+    });
+    return { jobId: reply.id, leaseId: str(reply.lease_id), leaseExpiresAt: str(reply.lease_expires_at) };
+  };
+
+  /**
+   * Claims until `want` jobs went out (Infinity: for ever) or `more()` turns false, writing each job by `send`
+   * while `open()`.
+   */
+  const pump = async (org: string, r: ClaimMsg, want: number, open: () => boolean, send: (job: Json) => Promise<void>, more = open) => {
+    let left = want;
+    while (more() && left > 0) {
+      const jobs = await claimJobs(s, org, claimBody({ ...r, batchSize: Math.min(r.batchSize, left) }, POLL_MS));
+      // Jobs claimed after the client left stay leased until their lease expires, then return to the queue.
+      for (const j of jobs) if (open()) await send(toJob(j));
+      left -= jobs.length;
+    }
+  };
+
+  const streamJobs = (call: ServerWritableStream<ClaimMsg, Json>) => {
+    const stream = new OpenStream(ctx, call);
+    stream
+      .authenticate('jobs:write')
+      .then((org) => pump(org, call.request, Infinity, () => stream.open, (job) => stream.write(job)))
+      .catch((err) => stream.fail(err));
+  };
+
+  /**
+   * Up: {ref, claim | complete | fail | renew}. Down: claimed jobs, and an Ack {ref, jobId, code, message,
+   * reply} for each complete, fail and renew (and for a claim that was refused). When the client half-closes,
+   * claims stop after their poll in flight, what is in flight is answered, and the stream ends (OK).
+   */
+  const processJobs = (call: ServerDuplexStream<{ ref: string; kind?: string } & Json, Json>) => {
+    const stream = new OpenStream(ctx, call);
+    /** False once the client half-closed: claims stop asking (after the poll in flight). */
+    let claiming = true;
+    const pending = new Set<Promise<void>>();
+    const org = stream.authenticate('jobs:write');
+    org.catch((err) => stream.fail(err));
+    const ack = async (ref: string, jobId: string, reply: Json | null, err?: unknown): Promise<void> => {
+      if (!stream.open) return;
+      const e = err === undefined ? null : grpcError(err, ctx.log);
+      await stream.write({ ack: { ref, jobId, code: e?.code ?? 0, message: e?.details ?? '', ...(reply ?? {}) } });
+    };
+    const handle = async (o: string, m: { ref: string; kind?: string } & Json): Promise<void> => {
+      const ref = m.ref ?? '';
+      if (m.kind === 'claim') {
+        const r = m.claim as ClaimMsg;
+        // Checked before the first job can go out, so a bad claim is refused whole.
+        if (!Number.isInteger(r.batchSize) || r.batchSize < 1 || r.batchSize > 100) {
+          return ack(ref, '', null, validationError([{ field: 'batchSize', message: 'must be from 1 to 100' }]));
+        }
+        const more = () => stream.open && claiming;
+        return pump(o, r, r.batchSize, () => stream.open, (job) => stream.write({ job }), more).catch((err) => ack(ref, '', null, err));
+      }
+      const ops = { complete, fail, renew } as Record<string, (org: string, r: never) => Promise<Json>>;
+      const op = m.kind === undefined ? undefined : ops[m.kind];
+      if (!op) return ack(ref, '', null, validationError([{ field: 'kind', message: 'one of claim, complete, fail, renew is required' }]));
+      const r = m[m.kind!] as { jobId: string };
+      try {
+        await ack(ref, r.jobId, { [m.kind!]: await op(o, r as never) });
+      } catch (err) {
+        await ack(ref, r.jobId, null, err);
+      }
+    };
+    call.on('data', (m: { ref: string; kind?: string } & Json) => {
+      const p = org.then((o) => handle(o, m)).catch(() => {});
+      pending.add(p);
+      void p.finally(() => pending.delete(p));
+    });
+    call.on('end', () => {
+      claiming = false;
+      void Promise.all([...pending]).then(() => stream.end());
+    });
+  };
+
+  return {
+    Enqueue: unary(ctx, 'jobs:write', async (org, r: Json) => {
+      const res = await enqueueJob(s, org, {
+        queue_name: r.queueName,
+        payload: fromStruct(r.payload as PbStruct | null),
+        idempotency_key: given(r.idempotencyKey as string),
+        priority: given(r.priority as number),
+        scheduled_at: given(r.scheduledAt as string),
+        max_retries: given(r.maxRetries as number),
+        timeout_seconds: given(r.timeoutSeconds as number),
+        tags: r.tags,
+        completion_webhook: given(r.completionWebhook as string),
+        completion_webhook_secret: given(r.completionWebhookSecret as string),
+      });
+      const body = res.body as Json;
+      return { job: toJob(body), created: body.created };
+    }),
+    Dequeue: unary(ctx, 'jobs:write', async (org, r: ClaimMsg) => ({ jobs: (await claimJobs(s, org, claimBody(r, r.waitMs ?? 0))).map(toJob) })),
+    Complete: unary(ctx, 'jobs:write', complete),
+    Fail: unary(ctx, 'jobs:write', fail),
+    RenewLease: unary(ctx, 'jobs:write', renew),
+    GetJob: unary(ctx, 'jobs:read', async (org, r: { jobId: string }) => {
+      let id: string;
+      try {
+        id = jobIdOf(r.jobId);
+      } catch {
+        return { job: {} };
+      }
+      const row = await getJob(s.store, org, id);
+      return { job: row ? toJob(presentJob(row)) : {} };
+    }),
+    GetQueueStats: unary(ctx, 'queues:read', async (org, r: { queueName: string }) => {
+      if (!r.queueName) throw validationError([{ field: 'queueName', message: 'is required' }]);
+      const st = await queueStatsOf(s, org, r.queueName);
+      const throughput = st.throughput_last_minute as { completed: number; failed: number };
+      const n = (k: string) => String(st[k] as number);
+      return {
+        queueName: st.name,
+        paused: st.paused,
+        depth: String((st.pending as number) + (st.scheduled as number)),
+        pending: n('pending'),
+        scheduled: n('scheduled'),
+        processing: n('processing'),
+        completed: n('completed'),
+        deadletter: n('deadletter'),
+        cancelled: n('cancelled'),
+        oldestPendingAgeSeconds: String(st.oldest_pending_age_seconds ?? -1),
+        completedLastMinute: String(throughput.completed),
+        failedLastMinute: String(throughput.failed),
+      };
+    }),
+    StreamJobs: streamJobs,
+    ProcessJobs: processJobs,
+  };
+}
