@@ -212,6 +212,17 @@ describe('gRPC QueueService', () => {
     await seen.until(() => seen.ended() !== null, 'the stream to end');
     assert.equal((seen.ended() as ServiceError).code, status.CANCELLED);
 
+    // The cancelled stream's last long poll may still take a job: it goes back to the queue at once, unspent.
+    const c = await api.enqueue({ queue_name: 'live' });
+    let next: Json[] = [];
+    for (let i = 0; i < 100 && next.length === 0; i++) {
+      next = (await g.q('Dequeue', { queueName: 'live', workerId: 'after', batchSize: 1 })).jobs as Json[];
+      if (next.length === 0) await sleep(20);
+    }
+    assert.equal(next[0]?.id, c.id, 'the job is claimable again long before its lease would run out');
+    assert.equal(Number(next[0]!.retryCount), 0);
+    assert.equal(seen.got.length, 2, 'nothing more reached the cancelled stream');
+
     const bad = g.queue.StreamJobs({ queueName: 'live', workerId: 'sw', batchSize: 0 }, g.metadata()) as ClientReadableStream<Json>;
     const refused = collect(bad);
     await refused.until(() => refused.ended() !== null, 'the refusal');

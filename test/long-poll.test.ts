@@ -51,3 +51,28 @@ test('several waiters are served in arrival order, one job each', async () => {
   const got = (await Promise.all(claims)).map((r) => r.body.jobs.map((j: { id: string }) => j.id));
   assert.deepEqual(got, jobs.map((j) => [j.id]));
 });
+
+test('a waiting claim whose client left gives the job it took back at once, with no attempt spent', async () => {
+  const ac = new AbortController();
+  const gone = fetch(`${n.node.url}/api/v1/jobs/claim`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${n.api.key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ queue_name: 'lp-gone', worker_id: 'w-gone', wait_ms: 10_000, lease_duration_secs: 3600 }),
+    signal: ac.signal,
+  }).catch(() => null);
+  await sleep(100); // parked
+  ac.abort();
+  await gone;
+  await sleep(50);
+  // The parked claim still takes this job, but its answer has nobody to go to: the job comes back.
+  const job = await n.api.enqueue({ queue_name: 'lp-gone' });
+  let got: any[] = [];
+  for (let i = 0; i < 100 && got.length === 0; i++) {
+    got = await n.api.claim('lp-gone', { worker_id: 'w-next' });
+    if (got.length === 0) await sleep(20);
+  }
+  assert.equal(got.length, 1, 'the job is claimable again long before its one-hour lease would run out');
+  assert.equal(got[0].id, job.id);
+  assert.equal(got[0].retry_count, 0);
+  assert.equal(got[0].assigned_worker_id, 'w-next');
+});

@@ -51,6 +51,20 @@ describe('QueueActor', () => {
     assert.equal(new Set(a).size, a.length);
   });
 
+  test('unclaim: a job still under the given lease is pending again, as if never claimed; another lease is left alone', () => {
+    const h = harness();
+    h.actor.enqueue(h.input(), h.fx)(h.commit());
+    h.actor.enqueue(h.input(), h.fx)(h.commit());
+    const [a, b] = h.actor.claim({ worker_id: 'w', limit: 2, lease_duration_secs: null }, h.fx)!(h.commit()).jobs as Array<{ id: string; lease_id: string }>;
+    const reply = h.actor.unclaim([{ id: a!.id, lease_id: a!.lease_id }, { id: b!.id, lease_id: 'not-its-lease' }], h.fx);
+    assert.deepEqual(reply(h.commit()).unclaimed, [a!.id]);
+    const again = h.actor.claim({ worker_id: 'w2', limit: 2, lease_duration_secs: null }, h.fx)!(h.commit()).jobs as Array<{ id: string }>;
+    assert.deepEqual(again.map((j) => j.id), [a!.id]);
+    const job = h.actor.jobs.get(a!.id)!;
+    assert.equal(job.retry_count, 0);
+    assert.equal(job.assigned_worker_id, 'w2');
+  });
+
   test('backoff is min(2^n, 60) units', () => {
     assert.deepEqual(
       [0, 1, 2, 3, 4, 5, 6, 7, 20].map((n) => backoffMs(n, 1)),

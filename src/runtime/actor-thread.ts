@@ -238,6 +238,8 @@ function handle(m: Ask, actor: QueueActor): void {
       return replyAfterCommit(m.id, actor.revive(a.jobs, a.from, fx));
     case 'release':
       return replyAfterCommit(m.id, actor.release(a.ids, fx));
+    case 'unclaim':
+      return replyAfterCommit(m.id, actor.unclaim(a.items, fx));
     case 'createQueue':
       return replyAfterCommit(m.id, actor.createQueue(a, fx));
     case 'pause':

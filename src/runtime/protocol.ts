@@ -18,6 +18,7 @@ export type Op =
   | 'priority'
   | 'revive'
   | 'release'
+  | 'unclaim'
   | 'createQueue'
   | 'pause'
   | 'resume'

@@ -22,6 +22,7 @@
 //   cancel     pending (blocked too) | scheduled | processing → cancelled (a worker holding it then gets LEASE_EXPIRED)
 //   tick       due scheduled → pending; due leases → pending with retry_count + 1, or deadletter
 //   priority   pending | scheduled → same state, new priority (the ready order changes at once)
+//   unclaim    processing under the given lease → pending, as if never claimed (its worker never got it)
 //   revive     a terminal job (deadletter | cancelled, read from the store by the caller) → provisional
 //              until the commit finds the row still terminal → pending (or blocked, when asked) with
 //              retry_count 0
@@ -397,6 +398,30 @@ export class QueueActor {
     }
     if (released.length > 0) this.feedWaiters(fx);
     return () => ({ released });
+  }
+
+  /**
+   * Gives back jobs claimed for a worker that was gone before it got them (a long poll whose client left, a
+   * cancelled gRPC stream): each job still under that very lease is pending again at once, as if never claimed
+   * (same retry count), instead of waiting out its lease and losing an attempt.
+   */
+  unclaim(items: Array<{ id: string; lease_id: string }>, fx: Effects): Reply<{ unclaimed: string[] }> {
+    const now = fx.now;
+    const unclaimed: string[] = [];
+    for (const { id, lease_id } of items) {
+      const job = this.jobs.get(id);
+      if (!job || job.status !== 'processing' || job.lease_id !== lease_id) continue;
+      job.status = 'pending';
+      job.assigned_worker_id = null;
+      job.lease_id = null;
+      job.lease_expires_at = null;
+      job.started_at = null;
+      this.place(job);
+      fx.write({ kind: 'update', id, state: this.state(job, now) });
+      unclaimed.push(id);
+    }
+    if (unclaimed.length > 0) this.feedWaiters(fx);
+    return () => ({ unclaimed });
   }
 
   /** Null when the job is not live here (the caller tells terminal from unknown with the store). */

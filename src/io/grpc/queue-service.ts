@@ -4,7 +4,7 @@ import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementa
 import { validationError } from '../../errors.js';
 import { getJob } from '../db/sql/getJob.js';
 import { presentJob } from '../http/present.js';
-import { claimJobs, enqueueJob, jobIdOf, leaseAction } from '../http/routes/jobs.js';
+import { claimJobs, enqueueJob, jobIdOf, leaseAction, unclaimJobs } from '../http/routes/jobs.js';
 import { queueStatsOf } from '../http/routes/queue-queries.js';
 import { given, grpcError, OpenStream, unary, type GrpcContext } from './call.js';
 import { fromStruct, fromValue, toStruct, toValue, type PbStruct, type PbValue } from './proto.js';
@@ -111,8 +111,13 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
     let left = want;
     while (more() && left > 0) {
       const jobs = await claimJobs(s, org, claimBody({ ...r, batchSize: Math.min(r.batchSize, left) }, POLL_MS));
-      // Jobs claimed after the client left stay leased until their lease expires, then return to the queue.
-      for (const j of jobs) if (open()) await send(toJob(j));
+      // Jobs claimed after the client left go back to the queue at once.
+      const unsent: Record<string, unknown>[] = [];
+      for (const j of jobs) {
+        if (open()) await send(toJob(j));
+        else unsent.push(j);
+      }
+      if (unsent.length > 0) unclaimJobs(s, org, unsent);
       left -= jobs.length;
     }
   };

@@ -27,6 +27,8 @@ export interface Response {
   headers?: Record<string, string>;
   /** A streamed answer (SSE): the status and headers go out, then `stream` writes the body until either side ends. */
   stream?: (sink: StreamSink) => void;
+  /** Runs when the client left before this answer could be written (a long poll given up): undo what it handed out. */
+  undelivered?: () => void;
 }
 
 /** The body of a streamed answer. Writes are corked; a client that does not read is dropped, not buffered for. */

@@ -95,7 +95,7 @@ export class HttpServer {
       });
       const finish = (r: Response) => {
         if (r.stream) return this.stream(res, r, aborted);
-        if (aborted) return;
+        if (aborted) return r.undelivered?.();
         res.cork(() => write(res, r));
       };
       const run = (body: Buffer | null) => {

@@ -170,6 +170,19 @@ export async function claimJobs(s: Services, org: string, body: unknown): Promis
   return reply.jobs.map(presentJob);
 }
 
+/**
+ * Jobs claimed for a worker that never got them (its long poll or stream was gone when they came): back to
+ * pending at once, not after their lease. Best effort: a failure only leaves them to their lease expiry.
+ */
+export function unclaimJobs(s: Services, org: string, jobs: Record<string, unknown>[]): void {
+  const byQueue = new Map<string, Array<{ id: string; lease_id: string }>>();
+  for (const j of jobs) {
+    const queue = j.queue_name as string;
+    byQueue.set(queue, [...(byQueue.get(queue) ?? []), { id: j.id as string, lease_id: j.lease_id as string }]);
+  }
+  for (const [queue, items] of byQueue) s.pool.ask(org, queue, 'unclaim', { items }).catch(() => {});
+}
+
 export type LeaseOp = 'complete' | 'fail' | 'heartbeat';
 const LEASE_BODIES: Record<LeaseOp, (b: unknown) => Record<string, unknown>> = { complete: CompleteBody, fail: FailBody, heartbeat: HeartbeatBody };
 
@@ -269,10 +282,11 @@ export function jobRoutes(s: Services): Route[] {
     return { status: 200, body: presentJob(row) };
   };
 
-  const claim = async (req: Request): Promise<Response> => ({
-    status: 200,
-    body: { jobs: await claimJobs(s, req.principal.organizationId, req.body) },
-  });
+  const claim = async (req: Request): Promise<Response> => {
+    const org = req.principal.organizationId;
+    const jobs = await claimJobs(s, org, req.body);
+    return { status: 200, body: { jobs }, undelivered: () => unclaimJobs(s, org, jobs) };
+  };
 
   const leaseOp =
     (op: LeaseOp) =>
