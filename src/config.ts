@@ -51,6 +51,10 @@ export interface Config {
   readonly webhookConcurrency: number;
   /** In production, let outgoing URLs reach private and loopback addresses (self-hosted on a private network). */
   readonly webhookAllowPrivate: boolean;
+  /** Request bodies (and gRPC payloads) nested deeper than this are refused with 422 before any work. */
+  readonly bodyMaxDepth: number;
+  /** Request bodies holding more JSON values (object members and array elements) are refused with 422 unparsed. */
+  readonly bodyMaxValues: number;
 }
 
 
@@ -125,6 +129,8 @@ export function loadConfig(env: Env = process.env): Config {
     webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 120_000),
     webhookConcurrency: int('WEBHOOK_CONCURRENCY', 64, 1, 10_000),
     webhookAllowPrivate: oneOf('WEBHOOK_ALLOW_PRIVATE', 'false', ['true', 'false'] as const) === 'true',
+    bodyMaxDepth: int('BODY_MAX_DEPTH', 64, 4, 1000),
+    bodyMaxValues: int('BODY_MAX_VALUES', 50_000, 1000, 10_000_000),
   };
   if (config.jwtSecret !== null && config.jwtSecret.length < 32) problems.push('JWT_SECRET must be at least 32 characters');
   if (config.jwtSecret === null && config.production) problems.push('JWT_SECRET is required when NODE_ENV=production');

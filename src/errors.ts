@@ -17,6 +17,7 @@ const GRPC = {
 } as const;
 
 export const CATALOG = {
+  BAD_REQUEST: { error: 'bad_request', status: 400, grpc: GRPC.INVALID_ARGUMENT, message: 'The request is malformed' },
   UNAUTHORIZED: { error: 'unauthorized', status: 401, grpc: GRPC.UNAUTHENTICATED, message: 'A valid credential is required' },
   FORBIDDEN: { error: 'forbidden', status: 403, grpc: GRPC.PERMISSION_DENIED, message: 'The credential lacks the permission this route needs' },
   NOT_FOUND: { error: 'not_found', status: 404, grpc: GRPC.NOT_FOUND, message: 'Not found' },
@@ -25,10 +26,12 @@ export const CATALOG = {
   LEASE_EXPIRED: { error: 'conflict', status: 409, grpc: GRPC.FAILED_PRECONDITION, message: 'The lease is stale or does not match' },
   UPGRADE_REQUIRED: { error: 'upgrade_required', status: 426, grpc: GRPC.FAILED_PRECONDITION, message: 'This route only answers a WebSocket upgrade' },
   PAYLOAD_TOO_LARGE: { error: 'payload_too_large', status: 413, grpc: GRPC.RESOURCE_EXHAUSTED, message: 'The payload is larger than allowed' },
+  URI_TOO_LONG: { error: 'uri_too_long', status: 414, grpc: GRPC.INVALID_ARGUMENT, message: 'The request target is too long' },
   VALIDATION_ERROR: { error: 'validation_error', status: 422, grpc: GRPC.INVALID_ARGUMENT, message: 'The request is invalid' },
   QUOTA_EXCEEDED: { error: 'limit_exceeded', status: 429, grpc: GRPC.RESOURCE_EXHAUSTED, message: 'A plan limit has been reached' },
   TOO_MANY_STREAMS: { error: 'limit_exceeded', status: 429, grpc: GRPC.RESOURCE_EXHAUSTED, message: 'The organization has as many open streams as allowed' },
   RATE_LIMITED: { error: 'rate_limited', status: 429, grpc: GRPC.RESOURCE_EXHAUSTED, message: 'Too many requests' },
+  HEADERS_TOO_LARGE: { error: 'headers_too_large', status: 431, grpc: GRPC.INVALID_ARGUMENT, message: 'The request headers are too large' },
   INTERNAL: { error: 'internal_error', status: 500, grpc: GRPC.INTERNAL, message: 'Internal error' },
   UNAVAILABLE: { error: 'unavailable', status: 503, grpc: GRPC.UNAVAILABLE, message: 'The service is temporarily unavailable' },
 } as const;

@@ -255,7 +255,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         throw err;
       }
     };
-    http = new HttpServer(router, auth, (m, e) => log.error(m, e), admit).webSocket(eventSocket(streams));
+    http = new HttpServer(router, auth, (m, e) => log.error(m, e), admit, { maxDepth: config.bodyMaxDepth, maxValues: config.bodyMaxValues }).webSocket(eventSocket(streams));
     const port = await http.listen(config.host, config.port);
     const g = (grpc = new GrpcServer({ services, auth, admit, workers, log }));
     const grpcPort = await g.listen(config.host, config.grpcPort);

@@ -186,6 +186,32 @@ describe('rate limits', () => {
     assert.equal((await api.get('/api/v1/organizations/usage')).status, 200, 'a new second, a new burst');
   });
 
+  test('no 60-second window admits more than rate × 60, wherever it starts (no whole-second rounding)', async () => {
+    const { api } = await org('free'); // 5/s: 300 a minute, burst 10
+    const admitted: number[] = [];
+    const send = async (n: number) => {
+      for (let i = 0; i < n; i++) if ((await api.get('/api/v1/organizations/usage')).status === 200) admitted.push(clock.now());
+    };
+    // Ten at the very end of a second, 290 spread over the next 58 s, then ten more at the start of the second
+    // that ends the minute: counting whole seconds drops the first ten a moment too early and lets 310 through
+    // the 60 s window that starts just after them.
+    await clock.advance(1_000 - (clock.now() % 1_000) + 900);
+    await send(10);
+    await clock.advance(100);
+    for (let i = 0; i < 290; i++) {
+      await send(1);
+      await clock.advance(200);
+    }
+    await clock.advance(1_000);
+    await send(10);
+    let worst = 0;
+    for (let lo = 0, hi = 0; hi < admitted.length; hi++) {
+      while (admitted[hi]! - admitted[lo]! >= 60_000) lo++;
+      worst = Math.max(worst, hi - lo + 1);
+    }
+    assert.equal(worst, 300, 'the busiest 60 s window holds exactly rate × 60');
+  });
+
   test('the minute window holds rate × 60', async () => {
     const { api } = await org('free', { burst: 1000, rate_per_second: 1 }); // 60 a minute
     let ok = 0;

@@ -102,10 +102,33 @@ export class ActorPool {
       setImmediate(() => {
         const batch = t.outbox;
         t.outbox = [];
-        t.worker.postMessage(batch);
+        this.send(t, batch);
       });
     }
     t.outbox.push(m);
+  }
+
+  /**
+   * Posts a batch. Structured clone throws on what it cannot copy (a value nested deep enough to exhaust its
+   * stack); the edge refuses such input, but should one get this far it fails its own request, not the batch
+   * and never the process: the batch is then posted message by message.
+   */
+  private send(t: Thread, batch: ThreadIn[]): void {
+    try {
+      t.worker.postMessage(batch);
+      return;
+    } catch {
+      // fall through: find the message that cannot be copied
+    }
+    for (const m of batch) {
+      try {
+        t.worker.postMessage([m]);
+      } catch (err) {
+        const p = t.pending.get(m.id);
+        t.pending.delete(m.id);
+        p?.reject(new AppError('VALIDATION_ERROR', `The request holds data that cannot be passed on: ${(err as Error).message}`));
+      }
+    }
   }
 
   private spawn(index: number): Thread {

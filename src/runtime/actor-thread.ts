@@ -21,7 +21,8 @@ import { commitBatch } from '../io/db/sql/commitBatch.js';
 import { liveQueues } from '../io/db/sql/liveQueues.js';
 import { loadOrganization } from '../io/db/sql/loadOrganization.js';
 import { loadQueue } from '../io/db/sql/loadQueue.js';
-import { Journal } from './journal.js';
+import { isDataFault } from '../io/db/faults.js';
+import { Journal, type Token } from './journal.js';
 import { ORG_ACTOR, type Ask, type CommitStats, type ThreadIn, type ThreadOut } from './protocol.js';
 import { actorKey, shardOf } from './shard.js';
 
@@ -53,7 +54,20 @@ function send(msg: ThreadOut): void {
 function flushOutbox(): void {
   const batch = outbox;
   outbox = [];
-  port.postMessage(batch);
+  try {
+    port.postMessage(batch);
+    return;
+  } catch {
+    // One reply cannot be copied (a row stored before the edge refused deep values): post one by one, below.
+  }
+  for (const m of batch) {
+    try {
+      port.postMessage([m]);
+    } catch (err) {
+      console.error(`[actor-thread ${init.index}] a message could not be posted:`, (err as Error).message);
+      if (m.id > 0) port.postMessage([{ id: m.id, ok: false, error: new AppError('INTERNAL', 'The reply could not be encoded').toWire() }]);
+    }
+  }
 }
 // A tell (id 0) has nobody waiting for its answer.
 const ok = (id: number, value: unknown) => {
@@ -71,37 +85,52 @@ type Actor = QueueActor | OrgActor;
 type Slot = { actor: Actor } | { loading: Ask[] };
 const actors = new Map<string, Slot>();
 let currentKey = '';
+/** The request being handled: its records, events and reply share it, so a commit can fail it alone. */
+let currentToken: Token = 0;
+let lastToken: Token = 0;
 const ids = new JobIds();
 const fx: Effects = {
   get now() {
     return clock.now();
   },
-  write: (rec: JournalRecord) => journal.write(currentKey, rec),
-  emit: (event: DomainEvent) => journal.emit(event),
+  write: (rec: JournalRecord) => journal.write(currentKey, rec, currentToken),
+  emit: (event: DomainEvent) => journal.emit(event, currentToken),
   newJobId: () => ids.next(clock.now()),
 };
 
-const journal = new Journal(
-  (records) => commitBatch(store, records),
-  (lost, cause) => {
-    console.error(`[actor-thread ${init.index}] commit failed, rebuilding ${lost.size} actor(s):`, (cause as Error)?.message);
+/**
+ * Actors dropped while writes made for them are still queued: their rebuild reads the store only once those are
+ * committed (or failed), so it never misses a change the dropped actor already acknowledged.
+ */
+const settling = new Map<string, Promise<void>>();
+
+const journal = new Journal({
+  commit: (records) => commitBatch(store, records),
+  isDataFault,
+  onLost: (lost, cause) => {
+    console.error(`[actor-thread ${init.index}] commit failed, rebuilding ${lost.size} actor(s):`, (cause as Error)?.message ?? cause);
     for (const key of lost) {
       const slot = actors.get(key);
       actors.delete(key);
       if (slot && 'actor' in slot && slot.actor instanceof QueueActor) {
         for (const w of slot.actor.drainWaiters()) w.respond(() => ({ jobs: [] }));
       }
+      const settled = new Promise<void>((resolve) => journal.after({ ok: () => resolve(), fail: () => resolve() }, 0));
+      settling.set(key, settled);
+      void settled.then(() => {
+        if (settling.get(key) === settled) settling.delete(key);
+      });
     }
   },
-  (events) => send({ id: -1, ok: true, events }),
-  (records, ms, committed) => {
+  publish: (events) => send({ id: -1, ok: true, events }),
+  observe: (records, ms, committed) => {
     if (!committed) stats.failed++;
     else {
       stats.records.push(records);
       stats.ms.push(ms);
     }
   },
-);
+});
 
 // Commit sizes and durations go to the main thread (metrics) once a second, not once per commit.
 let stats: CommitStats = { records: [], ms: [], failed: 0 };
@@ -112,7 +141,7 @@ setInterval(() => {
 }, 1_000).unref();
 
 /** Sends the reply once everything written so far is committed. */
-function replyAfterCommit<T>(id: number, reply: Reply<T>): void {
+function replyAfterCommit<T>(id: number, reply: Reply<T>, token: Token = currentToken): void {
   journal.after({
     ok: (out) => {
       try {
@@ -122,13 +151,13 @@ function replyAfterCommit<T>(id: number, reply: Reply<T>): void {
       }
     },
     fail: (err) => fail(id, err),
-  });
+  }, token);
 }
 
 function load(key: string, organizationId: string, queueName: string, first: Ask | null): void {
   const pending: Ask[] = first ? [first] : [];
   actors.set(key, { loading: pending });
-  build(organizationId, queueName).then(
+  (settling.get(key) ?? Promise.resolve()).then(() => build(organizationId, queueName)).then(
     (actor) => {
       actors.set(key, { actor });
       // Leases that ran out while nobody owned the queue are given up now.
@@ -171,6 +200,7 @@ function dispatch(m: Ask, actor: Actor): void {
   const key = actorKey(m.org, m.queue);
   if (actor instanceof OrgActor) {
     currentKey = key;
+    currentToken = ++lastToken;
     try {
       // Quota answers need no commit: they acknowledge nothing durable by themselves (see org-actor.ts).
       ok(m.id, handleOrg(m, actor));
@@ -192,6 +222,7 @@ function dispatch(m: Ask, actor: Actor): void {
 /** Runs fn as the given actor: its records are tagged with its key and its timers re-armed after. */
 function run(key: string, actor: QueueActor, fn: () => void): void {
   currentKey = key;
+  currentToken = ++lastToken;
   try {
     fn();
   } finally {
@@ -209,18 +240,20 @@ function handle(m: Ask, actor: QueueActor): void {
       if (reply) return replyAfterCommit(m.id, reply);
       if (!a.wait_ms || actor.paused) return replyAfterCommit(m.id, (): ClaimReply => ({ jobs: [] }));
       const key = actorKey(m.org, m.queue);
+      // The claim's own token: whoever's message later feeds the waiter, the answer belongs to this request.
+      const token = currentToken;
       let timer: NodeJS.Timeout | undefined;
       const w: Waiter = {
         input: a,
         respond: (r) => {
           clearTimeout(timer);
-          replyAfterCommit(m.id, r);
+          replyAfterCommit(m.id, r, token);
         },
       };
       actor.addWaiter(w);
       timer = setTimeout(() => {
         const slot = actors.get(key);
-        if (slot && 'actor' in slot && slot.actor === actor && actor.removeWaiter(w)) replyAfterCommit(m.id, (): ClaimReply => ({ jobs: [] }));
+        if (slot && 'actor' in slot && slot.actor === actor && actor.removeWaiter(w)) replyAfterCommit(m.id, (): ClaimReply => ({ jobs: [] }), token);
       }, a.wait_ms);
       return;
     }

@@ -6,8 +6,16 @@
 // written before it is committed (a reply that wrote nothing still waits: it may describe state an
 // in-flight batch has not made durable yet).
 //
-// A failed commit fails its group and the group queued behind it (which may build on it) with 503; the
-// actors they touched are handed to `onLost` to be dropped and rebuilt from the store, which is the roll-back.
+// Every record, reply and event carries the token of the request it belongs to. A group the store refuses
+// because of one request's data (the store says whose fault it is: `isDataFault`) is committed again without
+// that request, split in halves in order until the offending requests are found (each attempt keeps the
+// relative order of requests, so a later request's write never lands before an earlier one's). Only those
+// requests fail (422), their events are dropped, and the actors they touched are rebuilt from the store; every
+// other request in the group, whatever its tenant, is answered as if nothing happened.
+//
+// Any other failure (the connection, the server) fails the group and the group queued behind it (which may
+// build on it) with 503; the actors they touched are handed to `onLost` to be dropped and rebuilt from the
+// store, which is the roll-back.
 import { AppError } from '../errors.js';
 import type { CommitOutput, DomainEvent, JournalRecord } from '../actors/records.js';
 
@@ -16,16 +24,32 @@ export interface Waiting {
   fail(err: AppError): void;
 }
 
+/** Requests are numbered by the thread; 0 belongs to no request (timers, replies of nobody's making). */
+export type Token = number;
+
 interface Group {
   records: JournalRecord[];
-  actors: Set<string>;
-  replies: Waiting[];
+  /** Per record: the request that wrote it, and the actor whose state it describes. */
+  owners: Token[];
+  keys: string[];
+  replies: Array<{ w: Waiting; token: Token }>;
   /** Published once the group is committed; dropped with it when the commit fails. */
-  events: DomainEvent[];
+  events: Array<{ event: DomainEvent; token: Token }>;
+}
+
+export interface JournalOptions {
+  commit: (records: JournalRecord[]) => Promise<CommitOutput>;
+  /** True when the store refused the statement because of the data in it, not because of itself. */
+  isDataFault: (err: unknown) => boolean;
+  /** Actors whose memory no longer matches the store: drop them, rebuild from rows. */
+  onLost: (actors: Set<string>, cause: unknown) => void;
+  publish: (events: DomainEvent[]) => void;
+  /** Each commit's size and duration, for metrics. */
+  observe?: (records: number, ms: number, ok: boolean) => void;
 }
 
 const EMPTY: CommitOutput = { rows: new Map(), inserted: new Set() };
-const newGroup = (): Group => ({ records: [], actors: new Set(), replies: [], events: [] });
+const newGroup = (): Group => ({ records: [], owners: [], keys: [], replies: [], events: [] });
 
 export class Journal {
   private current = newGroup();
@@ -33,30 +57,25 @@ export class Journal {
   private flushQueued = false;
   private idleWaiters: Array<() => void> = [];
 
-  constructor(
-    private readonly commit: (records: JournalRecord[]) => Promise<CommitOutput>,
-    private readonly onLost: (actors: Set<string>, cause: unknown) => void,
-    private readonly publish: (events: DomainEvent[]) => void,
-    /** Each commit's size and duration, for metrics. */
-    private readonly observe: (records: number, ms: number, ok: boolean) => void = () => {},
-  ) {}
+  constructor(private readonly o: JournalOptions) {}
 
-  emit(event: DomainEvent): void {
-    this.current.events.push(event);
+  emit(event: DomainEvent, token: Token): void {
+    this.current.events.push({ event, token });
   }
 
-  write(actor: string, rec: JournalRecord): void {
+  write(actor: string, rec: JournalRecord, token: Token): void {
     this.current.records.push(rec);
-    this.current.actors.add(actor);
+    this.current.owners.push(token);
+    this.current.keys.push(actor);
     this.kick();
   }
 
-  after(w: Waiting): void {
+  after(w: Waiting, token: Token): void {
     if (this.inflight === null && this.current.records.length === 0) {
       w.ok(EMPTY);
       return;
     }
-    this.current.replies.push(w);
+    this.current.replies.push({ w, token });
     this.kick();
   }
 
@@ -84,38 +103,109 @@ export class Journal {
     if (g.records.length === 0) {
       if (g.replies.length > 0 || g.events.length > 0) {
         this.current = newGroup();
-        for (const w of g.replies) w.ok(EMPTY);
-        if (g.events.length > 0) this.publish(g.events);
+        for (const r of g.replies) r.w.ok(EMPTY);
+        if (g.events.length > 0) this.publish(g.events, EMPTY, new Set());
       }
       this.settleIdle();
       return;
     }
     this.current = newGroup();
     this.inflight = g;
-    const started = performance.now();
-    this.commit(g.records).then(
-      (out) => {
+    this.commitGroup(g).then(
+      ({ out, culprits }) => {
         this.inflight = null;
-        this.observe(g.records.length, performance.now() - started, true);
-        for (const w of g.replies) w.ok(out);
-        if (g.events.length > 0) {
-          const events = g.events.filter((e) => !(e.type === 'job' && e.ifInserted && !out.inserted.has(e.job_id)));
-          if (events.length > 0) this.publish(events);
+        if (culprits.size > 0) {
+          const lost = new Set<string>();
+          g.owners.forEach((t, i) => culprits.has(t) && lost.add(g.keys[i]!));
+          this.o.onLost(lost, 'a request held data the store refused');
         }
+        const refused = new AppError('VALIDATION_ERROR', 'The request holds data the store cannot keep; nothing of it was written', {
+          details: [{ field: '(body)', message: 'holds data the store cannot keep' }],
+        });
+        for (const r of g.replies) {
+          if (culprits.has(r.token)) r.w.fail(refused);
+          else r.w.ok(out);
+        }
+        this.publish(g.events, out, culprits);
         this.flush();
       },
       (err: unknown) => {
         this.inflight = null;
-        this.observe(g.records.length, performance.now() - started, false);
         const next = this.current;
         this.current = newGroup();
-        const lost = new Set([...g.actors, ...next.actors]);
+        const lost = new Set([...g.keys, ...next.keys]);
         const error = new AppError('UNAVAILABLE', 'The store did not accept the write; nothing was changed');
-        this.onLost(lost, err);
-        for (const w of [...g.replies, ...next.replies]) w.fail(error);
+        this.o.onLost(lost, err);
+        for (const r of [...g.replies, ...next.replies]) r.w.fail(error);
         this.flush();
       },
     );
+  }
+
+  /** Commits a group whole, or, when one request's data sinks it, without the requests at fault. */
+  private async commitGroup(g: Group): Promise<{ out: CommitOutput; culprits: Set<Token> }> {
+    try {
+      return { out: await this.timed(g.records), culprits: new Set() };
+    } catch (err) {
+      if (!this.o.isDataFault(err)) throw err;
+    }
+    const order: Token[] = [];
+    const byToken = new Map<Token, JournalRecord[]>();
+    g.records.forEach((rec, i) => {
+      const t = g.owners[i]!;
+      let list = byToken.get(t);
+      if (!list) {
+        byToken.set(t, (list = []));
+        order.push(t);
+      }
+      list.push(rec);
+    });
+    const out: CommitOutput = { rows: new Map(), inserted: new Set() };
+    const culprits = new Set<Token>();
+    const attempt = async (tokens: Token[], knownBad: boolean): Promise<void> => {
+      if (tokens.length === 0) return;
+      if (!knownBad) {
+        try {
+          const o = await this.timed(tokens.flatMap((t) => byToken.get(t)!));
+          for (const [id, row] of o.rows) out.rows.set(id, row);
+          for (const id of o.inserted) out.inserted.add(id);
+          return;
+        } catch (err) {
+          if (!this.o.isDataFault(err)) throw err;
+        }
+      }
+      if (tokens.length === 1) {
+        culprits.add(tokens[0]!);
+        return;
+      }
+      const mid = tokens.length >> 1;
+      await attempt(tokens.slice(0, mid), false);
+      await attempt(tokens.slice(mid), false);
+    };
+    await attempt(order, true);
+    return { out, culprits };
+  }
+
+  private async timed(records: JournalRecord[]): Promise<CommitOutput> {
+    const started = performance.now();
+    try {
+      const out = await this.o.commit(records);
+      this.o.observe?.(records.length, performance.now() - started, true);
+      return out;
+    } catch (err) {
+      this.o.observe?.(records.length, performance.now() - started, false);
+      throw err;
+    }
+  }
+
+  private publish(events: Group['events'], out: CommitOutput, culprits: Set<Token>): void {
+    const kept: DomainEvent[] = [];
+    for (const { event, token } of events) {
+      if (culprits.has(token)) continue;
+      if (event.type === 'job' && event.ifInserted && !out.inserted.has(event.job_id)) continue;
+      kept.push(event);
+    }
+    if (kept.length > 0) this.o.publish(kept);
   }
 
   private settleIdle(): void {

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { storeError } from './faults.js';
 import type { Row, Store } from './store.js';
 
 // timestamptz stays a Date (pg's default); int8 counts are cast to int in SQL, so no parser is needed here.
@@ -8,18 +9,35 @@ export class PgStore implements Store {
 
   constructor(url: string, poolSize: number) {
     // UTC sessions: to_jsonb() of a timestamptz then always reads as an instant with +00:00.
-    this.pool = new pg.Pool({ connectionString: url, max: poolSize, idleTimeoutMillis: 30_000, options: '-c TimeZone=UTC' });
+    // A server that stops answering must not hold requests forever: connecting gives up after 5 s (then 503).
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: poolSize,
+      idleTimeoutMillis: 30_000,
+      connectionTimeoutMillis: 5_000,
+      keepAlive: true,
+      options: '-c TimeZone=UTC',
+    });
     // A dropped idle connection must not crash the process; the next query opens a new one.
     this.pool.on('error', () => {});
   }
 
+  /** A store that cannot be reached fails with the catalog's 503; a refused statement keeps its SQLSTATE. */
   async query<T extends Row = Row>(sql: string, params?: readonly unknown[], name?: string): Promise<T[]> {
-    const res = await this.pool.query({ text: sql, values: params as unknown[] | undefined, name });
-    return res.rows as T[];
+    try {
+      const res = await this.pool.query({ text: sql, values: params as unknown[] | undefined, name });
+      return res.rows as T[];
+    } catch (err) {
+      throw storeError(err);
+    }
   }
 
   async exec(sql: string): Promise<void> {
-    await this.pool.query(sql);
+    try {
+      await this.pool.query(sql);
+    } catch (err) {
+      throw storeError(err);
+    }
   }
 
   /** Runs fn on one connection while holding a session advisory lock (migrations when replicas boot together). */

@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import { storeError } from './faults.js';
 import type { Row, Store } from './store.js';
 
 // Threads reach the PGlite storage thread through a MessagePort. Requests carry an id; the storage thread
@@ -21,7 +22,7 @@ export class RemoteStore implements Store {
       const w = this.waiting.get(res.id);
       if (!w) return;
       this.waiting.delete(res.id);
-      if (res.error) w.reject(Object.assign(new Error(res.error.message), { code: res.error.code }));
+      if (res.error) w.reject(storeError(Object.assign(new Error(res.error.message), { code: res.error.code })) as Error);
       else w.resolve(res.rows ?? []);
     });
     port.unref();

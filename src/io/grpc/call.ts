@@ -2,6 +2,7 @@
 // admission as REST (rate limit, API call counting) and permission check, and catalog errors as gRPC statuses.
 import { Metadata, status as Status, type handleUnaryCall, type ServerDuplexStream, type ServerWritableStream, type ServiceError } from '@grpc/grpc-js';
 import { AppError, CATALOG } from '../../errors.js';
+import { assertClean } from '../input.js';
 import type { Log } from '../../log.js';
 import { authorize, type Authenticator, type Principal } from '../http/auth.js';
 import type { Services } from '../http/routes/services.js';
@@ -44,11 +45,22 @@ export function grpcError(err: unknown, log: Log): Partial<ServiceError> {
   return { code: CATALOG[e.code].grpc as Status, details: `${e.code}: ${e.message}${extra}`, metadata };
 }
 
-/** A unary RPC: authenticate, run, answer. */
+/**
+ * Refuses a decoded request that nests too deep or holds a string PostgreSQL cannot store, as REST refuses such a
+ * body. A google.protobuf.Struct spends three object levels per JSON level ({fields: {k: {structValue: …}}}).
+ */
+export function assertCleanRequest(ctx: GrpcContext, request: unknown): void {
+  assertClean(request, 3 * ctx.services.config.bodyMaxDepth + 8, '(request)');
+}
+
+/** A unary RPC: authenticate, check the request, run, answer. */
 export function unary<Req, Res>(ctx: GrpcContext, permission: string, fn: (org: string, req: Req) => Promise<Res>): handleUnaryCall<Req, Res> {
   return (call, callback) => {
     principalOf(ctx, call.metadata, permission)
-      .then((p) => fn(p.organizationId, call.request))
+      .then((p) => {
+        assertCleanRequest(ctx, call.request);
+        return fn(p.organizationId, call.request);
+      })
       .then(
         (res) => callback(null, res),
         (err) => callback(grpcError(err, ctx.log) as ServiceError),

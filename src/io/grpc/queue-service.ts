@@ -6,7 +6,8 @@ import { getJob } from '../db/sql/getJob.js';
 import { presentJob } from '../http/present.js';
 import { claimJobs, enqueueJob, jobIdOf, leaseAction, unclaimJobs } from '../http/routes/jobs.js';
 import { queueStatsOf } from '../http/routes/queue-queries.js';
-import { given, grpcError, OpenStream, unary, type GrpcContext } from './call.js';
+import { assertCleanRequest, given, grpcError, OpenStream, unary, type GrpcContext } from './call.js';
+import { storable } from '../input.js';
 import { fromStruct, fromValue, toStruct, toValue, type PbStruct, type PbValue } from './proto.js';
 
 /** How long one claim of a stream waits for jobs before asking again (bounds the work after a cancel). */
@@ -126,7 +127,10 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
     const stream = new OpenStream(ctx, call);
     stream
       .authenticate('jobs:write')
-      .then((org) => pump(org, call.request, Infinity, () => stream.open, (job) => stream.write(job)))
+      .then((org) => {
+        assertCleanRequest(ctx, call.request);
+        return pump(org, call.request, Infinity, () => stream.open, (job) => stream.write(job));
+      })
       .catch((err) => stream.fail(err));
   };
 
@@ -149,6 +153,11 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
     };
     const handle = async (o: string, m: { ref: string; kind?: string } & Json): Promise<void> => {
       const ref = m.ref ?? '';
+      try {
+        assertCleanRequest(ctx, m);
+      } catch (err) {
+        return ack(typeof ref === 'string' && storable(ref) ? ref : '', '', null, err);
+      }
       if (m.kind === 'claim') {
         const r = m.claim as ClaimMsg;
         // Checked before the first job can go out, so a bad claim is refused whole.

@@ -1,6 +1,13 @@
 // Response shapes, for the OpenAPI document. Request schemas live with their routes (the validators).
 import Type from 'typebox';
 
+/**
+ * Any JSON object (payloads, templates, metadata). Not Type.Record(String, Unknown): typebox checks a Record key
+ * by key against a pattern (150 ms for 90,000 keys here), while an object type with no declared properties is a
+ * constant-time check.
+ */
+export const JsonObject = Type.Unsafe<Record<string, unknown>>(Type.Object({}, { additionalProperties: true, description: 'any JSON object' }));
+
 const Time = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 export const JobStatus = Type.Union(
   ['pending', 'scheduled', 'processing', 'completed', 'deadletter', 'cancelled'].map((s) => Type.Literal(s)),
@@ -19,7 +26,7 @@ export const Job = Type.Object({
   organization_id: Type.String({ format: 'uuid' }),
   queue_name: Type.String(),
   status: JobStatus,
-  payload: Type.Record(Type.String(), Type.Unknown()),
+  payload: JsonObject,
   result: Type.Unknown(),
   priority: Type.Integer({ minimum: -100, maximum: 100 }),
   retry_count: Type.Integer(),

@@ -8,9 +8,10 @@
 // socket is open when the thread ends. A reader that does not keep up is dropped instead of buffered for.
 import { STATUS_CODES } from 'node:http';
 import { AppError } from '../../errors.js';
+import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, assertClean, assertCleanParams, scanJson } from '../input.js';
 import { authorize, queryCredential, rejectQueryCredential, type Authenticator, type Principal } from './auth.js';
 import type { Method, Request, Response, Router, StreamSink } from './router.js';
-import { loadUws, type HttpResponse, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
+import { loadUws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
 
 /** A hard ceiling for any body; plan payload caps are checked per route below it. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -24,6 +25,15 @@ const statusLine = (status: number): string => {
   }
   return line;
 };
+
+/** The request target (path and query) beyond which the answer is 414. */
+export const MAX_TARGET_BYTES = 8 * 1024;
+/** One header value, all headers together, and their number, beyond which the answer is 431. */
+export const MAX_HEADER_BYTES = 8 * 1024;
+export const MAX_HEADERS_BYTES = 32 * 1024;
+export const MAX_HEADERS = 100;
+/** Headers that carry a credential: given twice, which one counts is ambiguous, so the request is refused. */
+const CREDENTIAL_HEADERS = new Set(['authorization', 'x-admin-key', 'x-webhook-token']);
 
 /** Bytes a streamed response or a WebSocket may have queued for a reader that is not reading before it is dropped. */
 export const MAX_STREAM_BACKLOG = 1024 * 1024;
@@ -70,6 +80,8 @@ export class HttpServer {
     private readonly log: (msg: string, err?: unknown) => void,
     /** Per-organization admission of authenticated requests (rate limits, call counting). */
     private readonly admit: (organizationId: string) => Promise<void> = async () => {},
+    /** JSON bodies nested deeper, or holding more values, are refused (422) before they are parsed. */
+    private readonly limits: BodyLimits = { maxDepth: DEFAULT_MAX_DEPTH, maxValues: DEFAULT_MAX_VALUES },
   ) {}
 
   /** Adds a WebSocket endpoint; before listen(). */
@@ -86,6 +98,12 @@ export class HttpServer {
       const method = req.getMethod().toUpperCase() as Method;
       const path = req.getUrl();
       const query = req.getQuery() ?? '';
+      // Refused before anything else runs, on what uWS let through (it drops worse requests itself).
+      const malformed = malformedHead(req, path, query);
+      if (malformed) {
+        res.cork(() => write(res, this.errorResponse(malformed), true));
+        return;
+      }
       const authorization = req.getHeader('authorization');
       const adminKey = req.getHeader('x-admin-key');
       const headers = { webhookToken: req.getHeader('x-webhook-token'), host: req.getHeader('host') };
@@ -142,6 +160,7 @@ export class HttpServer {
     }
     const { route, params } = match;
     const q = new URLSearchParams(query);
+    assertCleanParams(q, params);
     if (route.queryCredential) authorization = queryCredential(q, authorization);
     else rejectQueryCredential(q);
     let principal = NO_PRINCIPAL;
@@ -151,7 +170,7 @@ export class HttpServer {
       req.principal = await route.authenticate(req);
       await this.admit(req.principal.organizationId);
     }
-    req.body = parseJson(raw);
+    req.body = parseJson(raw, this.limits);
     return route.handler(req);
   }
 
@@ -247,6 +266,7 @@ export class HttpServer {
           if (!aborted) res.cork(() => write(res, this.errorResponse(err)));
         };
         (async () => {
+          assertCleanParams(query, {});
           const principal = await this.principal(queryCredential(query, authorization), route.permission);
           return route.accept(principal, query);
         })().then((session) => {
@@ -291,21 +311,51 @@ export class HttpServer {
   }
 }
 
-function write(res: HttpResponse, r: Response): void {
+/** `close`: end the connection after the answer (a malformed request: what follows it cannot be trusted). */
+function write(res: HttpResponse, r: Response, close = false): void {
   res.writeStatus(statusLine(r.status));
   if (r.headers) for (const [k, v] of Object.entries(r.headers)) res.writeHeader(k, v);
   if (r.body === undefined) {
-    res.end();
+    res.end(undefined, close);
     return;
   }
   // A string body comes with its own content type (the Prometheus text format); anything else is JSON.
   if (typeof r.body === 'string' && r.headers?.['content-type']) {
-    res.end(r.body);
+    res.end(r.body, close);
     return;
   }
   res.writeHeader('content-type', 'application/json');
-  res.end(JSON.stringify(r.body));
+  res.end(JSON.stringify(r.body), close);
 }
+
+/** What is wrong with the request line and headers, or null. Runs on every request: one pass over the headers. */
+function malformedHead(req: HttpRequest, path: string, query: string): AppError | null {
+  if (path.length + query.length > MAX_TARGET_BYTES) {
+    return new AppError('URI_TOO_LONG', `The path and query string are longer than ${MAX_TARGET_BYTES} bytes`);
+  }
+  let count = 0;
+  let total = 0;
+  let problem: AppError | null = null;
+  const seen = new Set<string>();
+  req.forEach((name, value) => {
+    if (problem) return;
+    count++;
+    total += name.length + value.length;
+    if (value.length > MAX_HEADER_BYTES) problem = new AppError('HEADERS_TOO_LARGE', `The ${name} header is longer than ${MAX_HEADER_BYTES} bytes`);
+    else if (CONTROL.test(value)) problem = new AppError('BAD_REQUEST', `The ${name} header contains a control character`);
+    else if (CREDENTIAL_HEADERS.has(name)) {
+      if (seen.has(name)) problem = new AppError('BAD_REQUEST', `The ${name} header is given more than once`);
+      seen.add(name);
+    }
+  });
+  if (problem) return problem;
+  if (count > MAX_HEADERS) return new AppError('HEADERS_TOO_LARGE', `More than ${MAX_HEADERS} headers`);
+  if (total > MAX_HEADERS_BYTES) return new AppError('HEADERS_TOO_LARGE', `The headers are larger than ${MAX_HEADERS_BYTES} bytes`);
+  return null;
+}
+
+/** Control characters other than tab: HTTP forbids them in field values. */
+const CONTROL = /[\x00-\x08\x0a-\x1f\x7f]/;
 
 /** Collects the body; null when it exceeds MAX_BODY_BYTES. uWS chunks are only valid during the callback. */
 function readBody(res: HttpResponse, done: (body: Buffer | null) => void): void {
@@ -322,16 +372,29 @@ function readBody(res: HttpResponse, done: (body: Buffer | null) => void): void 
   });
 }
 
-/** Empty bodies are accepted (undefined); anything else must be JSON. */
-function parseJson(raw: Buffer | null): unknown {
+export interface BodyLimits {
+  maxDepth: number;
+  maxValues: number;
+}
+
+/** Empty bodies are accepted (undefined); anything else must be JSON within the limits, and storable. */
+function parseJson(raw: Buffer | null, limits: BodyLimits): unknown {
   if (raw === null || raw.length === 0) return undefined;
+  const shape = scanJson(raw, limits.maxDepth, limits.maxValues);
+  if (shape !== null) {
+    const message = shape === 'depth' ? `nests deeper than ${limits.maxDepth} levels` : `holds more than ${limits.maxValues} values`;
+    throw new AppError('VALIDATION_ERROR', `The body ${message}`, { details: [{ field: '(body)', message }] });
+  }
   const text = raw.toString('utf8');
   if (text.trim() === '') return undefined;
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch (err) {
     throw new AppError('VALIDATION_ERROR', `The body is not valid JSON: ${(err as Error).message}`, {
       details: [{ field: '(body)', message: 'is not valid JSON' }],
     });
   }
+  assertClean(body, limits.maxDepth);
+  return body;
 }

@@ -10,6 +10,10 @@ export type UWS = typeof import('@trufflesuite/uws-js-unofficial');
 export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from '@trufflesuite/uws-js-unofficial';
 
 let loaded: UWS | null = null;
+let loadedName: (typeof BUILDS)[number] | null = null;
+
+/** Which build loadUws() loaded, or null before it ran: what malformed HTTP gets depends on it (docs/api.md). */
+export const loadedBuild = () => loadedName;
 
 export function loadUws(): UWS {
   if (loaded) return loaded;
@@ -22,6 +26,7 @@ export function loadUws(): UWS {
         continue;
       }
       loaded = uws;
+      loadedName = name;
       return uws;
     } catch (err) {
       reasons.push(`${name}: ${((err as Error).message.split('\n').pop() ?? '').trim()}`);

@@ -25,7 +25,7 @@ const LoginBody = validator(Type.Object({ api_key: Type.String({ minLength: 1, m
 const RefreshBody = validator(Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 4096 }) }));
 const LogoutBody = validator(Type.Object({ refresh_token: Type.Optional(Type.String({ minLength: 1, maxLength: 4096 })) }));
 const StartBody = validator(Type.Object({ email: Email }));
-const VerifyBody = validator(Type.Object({ email: Email, code: Type.String({ pattern: '^[0-9]{6}$' }) }));
+const VerifyBody = validator(Type.Object({ email: Email, code: Type.String({ minLength: 6, maxLength: 6, pattern: '^[0-9]{6}$' }) }));
 
 const TokensBody = Type.Object({
   access_token: Type.String(),

@@ -24,7 +24,7 @@ const PurgeBody = validator(
   Type.Object({
     job_ids: Type.Optional(Type.Array(Uuid, { minItems: 1, maxItems: MAX_IDS })),
     queue_name: Type.Optional(QueueName),
-    older_than: Type.Optional(Type.String()),
+    older_than: Type.Optional(Type.String({ maxLength: 64 })),
     confirm: Type.Optional(Type.Boolean()),
   }),
 );

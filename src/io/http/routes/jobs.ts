@@ -5,7 +5,7 @@ import type { ClaimReply, EnqueueInput } from '../../../actors/queue/queue-actor
 import { getJob } from '../../db/sql/getJob.js';
 import { terminalJobs } from '../../db/sql/terminalJobs.js';
 import { presentJob } from '../present.js';
-import { CreatedJob, Job } from '../schemas.js';
+import { CreatedJob, Job, JsonObject } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
 import type { Admission } from '../../../runtime/quotas.js';
@@ -15,7 +15,7 @@ import { reviveJobs, type Services } from './services.js';
 
 export const QUEUE_NAME_PATTERN = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/;
 export const QueueName = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_][A-Za-z0-9._-]*$' });
-export const Uuid = Type.String({ pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' });
+export const Uuid = Type.String({ minLength: 36, maxLength: 36, pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$' });
 export const WorkerId = Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9._-]+$' });
 const LeaseId = Type.String({ minLength: 1, maxLength: 100 });
 export const LeaseSecs = Type.Integer({ minimum: 5, maximum: 3600 });
@@ -24,10 +24,10 @@ export const MaxRetries = Type.Integer({ minimum: 0, maximum: 100 });
 
 const JobDefinition = Type.Object({
     queue_name: QueueName,
-    payload: Type.Record(Type.String(), Type.Unknown()),
+    payload: JsonObject,
     idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     priority: Type.Optional(Priority),
-    scheduled_at: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+    scheduled_at: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
     max_retries: Type.Optional(MaxRetries),
     timeout_seconds: Type.Optional(LeaseSecs),
     completion_webhook: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])),

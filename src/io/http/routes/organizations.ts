@@ -21,7 +21,7 @@ export const SLUG_PATTERN = '^[a-z0-9][a-z0-9-]{1,62}$';
 
 const fields = {
   name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
-  slug: Type.String({ pattern: SLUG_PATTERN, description: '2–63 characters: lowercase letters, digits, hyphens; not starting with a hyphen' }),
+  slug: Type.String({ minLength: 2, maxLength: 63, pattern: SLUG_PATTERN, description: '2–63 characters: lowercase letters, digits, hyphens; not starting with a hyphen' }),
   owner_email: Type.Optional(
     Type.Union([Type.String({ minLength: 3, maxLength: 254, pattern: '^[^\\s@]+@[^\\s@]+$' }), Type.Null()], {
       description: 'the address email login sends codes to',

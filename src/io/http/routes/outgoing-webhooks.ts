@@ -23,7 +23,7 @@ const BASE = '/api/v1/outgoing-webhooks';
 
 const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'http(s); https and a public address in production' });
-const Events = Type.Array(Type.Union(WEBHOOK_EVENTS.map((e) => Type.Literal(e))), { minItems: 1, uniqueItems: true });
+const Events = Type.Array(Type.Union(WEBHOOK_EVENTS.map((e) => Type.Literal(e))), { minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true });
 const Secret = Type.String({ minLength: 1, maxLength: 256 });
 
 const CreateBody = validator(

@@ -17,7 +17,7 @@ import { updateSchedule } from '../../db/sql/updateSchedule.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
 import { isoOf, presentJob } from '../present.js';
 import type { Request, Response, Route } from '../router.js';
-import { Job } from '../schemas.js';
+import { Job, JsonObject } from '../schemas.js';
 import { validator } from '../validate.js';
 import { LeaseSecs, MaxRetries, Priority, QueueName, Uuid } from './jobs.js';
 import type { Services } from './services.js';
@@ -33,7 +33,7 @@ const Definition = {
   }),
   timezone: Type.String({ minLength: 1, maxLength: 100, description: 'IANA time zone name; default UTC' }),
   queue_name: QueueName,
-  payload_template: Type.Record(Type.String(), Type.Unknown(), { description: 'the payload of every job it creates' }),
+  payload_template: Type.Unsafe<Record<string, unknown>>(Type.Object({}, { additionalProperties: true, description: 'the payload of every job it creates' })),
   priority: Priority,
   max_retries: Type.Union([MaxRetries, Type.Null()]),
   timeout_seconds: Type.Union([LeaseSecs, Type.Null()]),
@@ -81,7 +81,7 @@ const Schedule = Type.Object({
   cron_expression: Type.String(),
   timezone: Type.String(),
   queue_name: Type.String(),
-  payload_template: Type.Record(Type.String(), Type.Unknown()),
+  payload_template: JsonObject,
   priority: Type.Integer(),
   max_retries: Type.Union([Type.Integer(), Type.Null()], { description: 'null: the queue or service default' }),
   timeout_seconds: Type.Union([Type.Integer(), Type.Null()], { description: 'null: the service default' }),

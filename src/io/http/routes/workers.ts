@@ -18,6 +18,7 @@ import { refreshWorker } from '../../db/sql/refreshWorker.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
 import { isoOf } from '../present.js';
 import type { Request, Response, Route } from '../router.js';
+import { JsonObject } from '../schemas.js';
 import { validator } from '../validate.js';
 import { QueueName, WorkerId } from './jobs.js';
 import type { Services } from './services.js';
@@ -34,7 +35,7 @@ const RegisterBody = validator(
     queue_name: Type.Optional(Type.Union([QueueName, Type.Null()])),
     hostname: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()])),
     max_concurrency: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()])),
-    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    metadata: Type.Optional(JsonObject),
   }),
 );
 
@@ -46,7 +47,7 @@ export const Worker = Type.Object({
   queue_name: Nullable(Type.String()),
   hostname: Nullable(Type.String()),
   max_concurrency: Nullable(Type.Integer()),
-  metadata: Type.Record(Type.String(), Type.Unknown()),
+  metadata: JsonObject,
   registered_at: Type.String({ format: 'date-time' }),
   last_heartbeat_at: Type.String({ format: 'date-time' }),
   status: Type.Literal('active', { description: 'a worker exists until it is deregistered or reaped as stale' }),

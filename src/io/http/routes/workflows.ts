@@ -10,6 +10,7 @@ import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js'
 import { isoOf } from '../present.js';
 import { oneOf, single } from '../query.js';
 import type { Request, Response, Route } from '../router.js';
+import { JsonObject } from '../schemas.js';
 import { validator } from '../validate.js';
 import { QueueName } from './jobs.js';
 import type { Services } from './services.js';
@@ -24,7 +25,7 @@ const CreateBody = validator(
       Type.Object({
         name: JobName,
         queue_name: QueueName,
-        payload: Type.Record(Type.String(), Type.Unknown()),
+        payload: JsonObject,
         depends_on: Type.Optional(Type.Array(JobName, { maxItems: WORKFLOW_MAX_JOBS, uniqueItems: true })),
         priority: Type.Optional(Type.Integer({ minimum: -100, maximum: 100 })),
         max_retries: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),

@@ -1,0 +1,236 @@
+// Hostile input is refused at the door with 422 naming the field, and nothing a request carries can take the
+// node down, freeze it, or reach the store: JSON nested 5,000 deep (it used to kill the process through an
+// uncaught postMessage RangeError), strings PostgreSQL cannot store (NUL, lone surrogates: they used to fail
+// whole group commits, or answer 500), arrays of 100,000 permissions (an O(n²) uniqueness check froze the
+// node for 102 s). Every request body schema bounds its strings and arrays.
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { loadedBuild, loadUws } from '../src/io/http/uws.js';
+import { startTestNode, type TestNode } from './helpers.js';
+import { assertInvalid } from './http-assert.js';
+
+let n: TestNode;
+const ADMIN = 'admin-key-for-hostile-tests';
+before(async () => {
+  n = await startTestNode({ env: { ADMIN_API_KEY: ADMIN, REGISTRATION_MODE: 'open' } });
+});
+after(() => n.stop());
+
+const deep = (levels: number, leaf: unknown = 1): unknown => {
+  let v = leaf;
+  for (let i = 0; i < levels; i++) v = { a: v };
+  return v;
+};
+/** The text of a body nested `levels` deep inside `field`, built as text (JSON.stringify would overflow). */
+const deepBody = (prefix: string, levels: number, suffix: string) => `${prefix}${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}${suffix}`;
+
+async function alive(): Promise<void> {
+  const r = await n.api.get('/health/live');
+  assert.equal(r.status, 200, 'the node still answers');
+}
+
+async function claimOne(queue: string): Promise<{ id: string; lease_id: string }> {
+  await n.api.enqueue({ queue_name: queue });
+  const [job] = await n.api.claim(queue);
+  return job;
+}
+
+describe('deep JSON', () => {
+  test('PUT /queues/:name/config nested 5,000 deep: 422, and the node lives', async () => {
+    const r = await n.api.call('PUT', '/api/v1/queues/q/config', deepBody('', 5000, ''));
+    assertInvalid(r);
+    assert.equal(r.body.details[0].field, '(body)');
+    assert.match(r.body.message, /deeper than 64/);
+    await alive();
+  });
+
+  test('a result nested 5,000 deep on complete: 422; the job is still held and completes after', async () => {
+    const job = await claimOne('deep-complete');
+    const r = await n.api.call('POST', `/api/v1/jobs/${job.id}/complete`, deepBody(`{"worker_id":"w1","lease_id":"${job.lease_id}","result":`, 5000, '}'));
+    assertInvalid(r);
+    await alive();
+    assert.equal((await n.api.get(`/api/v1/jobs/${job.id}`)).body.status, 'processing');
+    const done = await n.api.post(`/api/v1/jobs/${job.id}/complete`, { worker_id: 'w1', lease_id: job.lease_id, result: deep(40) });
+    assert.equal(done.status, 200);
+  });
+
+  test('a payload nested 5,000 deep: 422, not 500; 60 levels are fine', async () => {
+    const r = await n.api.call('POST', '/api/v1/jobs', deepBody('{"queue_name":"deep","payload":', 5000, '}'));
+    assertInvalid(r);
+    const ok = await n.api.post('/api/v1/jobs', { queue_name: 'deep', payload: deep(60) as Record<string, unknown> });
+    assert.equal(ok.status, 201);
+  });
+
+  test('two million brackets (the 4 MiB ceiling) are refused without parsing them', async () => {
+    const r = await n.api.call('POST', '/api/v1/jobs', '['.repeat(2_000_000));
+    assertInvalid(r);
+    await alive();
+  });
+});
+
+describe('strings the store cannot keep', () => {
+  const bad = { nul: 'a\u0000b', surrogate: 'a\ud800b', trailing: '\udc00' };
+
+  for (const [what, s] of Object.entries(bad)) {
+    test(`${what} in a payload value, a payload key, tags and a result: 422 naming the field`, async () => {
+      let r = await n.api.post('/api/v1/jobs', { queue_name: 'nul', payload: { deep: { x: s } } });
+      assertInvalid(r);
+      assert.equal(r.body.details[0].field, 'payload.deep.x');
+      r = await n.api.post('/api/v1/jobs', { queue_name: 'nul', payload: { [s]: 1 } });
+      assertInvalid(r);
+      r = await n.api.post('/api/v1/jobs', { queue_name: 'nul', payload: {}, tags: { k: s } });
+      assertInvalid(r);
+      assert.equal(r.body.details[0].field, 'tags.k');
+      r = await n.api.post('/api/v1/jobs/bulk', { jobs: [{ queue_name: 'nul', payload: { a: [s] } }] });
+      assertInvalid(r);
+      assert.equal(r.body.details[0].field, 'jobs[0].payload.a[0]');
+      const job = await claimOne('nul-result');
+      r = await n.api.post(`/api/v1/jobs/${job.id}/complete`, { worker_id: 'w1', lease_id: job.lease_id, result: { s } });
+      assertInvalid(r);
+      r = await n.api.post(`/api/v1/jobs/${job.id}/fail`, { worker_id: 'w1', lease_id: job.lease_id, error: s });
+      assertInvalid(r);
+    });
+  }
+
+  test('NUL in organization, schedule, webhook and worker fields, secrets and hostnames: 422, not 500', async () => {
+    const cases: Array<[string, string, unknown, Record<string, string>?]> = [
+      ['POST', '/api/v1/organizations', { name: 'a\u0000', slug: 'nul-org' }],
+      ['POST', '/api/v1/admin/organizations', { name: 'x', slug: 'nul-org-2', owner_email: 'a\u0000@b.c' }, { 'x-admin-key': ADMIN }],
+      ['POST', '/api/v1/schedules', { name: 's\u0000', cron_expression: '0 * * * * *', timezone: 'UTC', queue_name: 'q', payload_template: {} }],
+      ['POST', '/api/v1/outgoing-webhooks', { name: 'w\u0000', url: 'http://127.0.0.1:9/x', events: ['job.created'] }],
+      ['POST', '/api/v1/outgoing-webhooks', { name: 'w', url: 'http://127.0.0.1:9/x', events: ['job.created'], secret: 's\u0000' }],
+      ['POST', '/api/v1/outgoing-webhooks', { name: 'w', url: 'http://exa\u0000mple.com/x', events: ['job.created'] }],
+      ['POST', '/api/v1/workers/register', { worker_id: 'w-nul', hostname: 'h\u0000' }],
+      ['POST', '/api/v1/api-keys', { name: 'k\u0000' }],
+      ['POST', '/api/v1/queues', { name: 'q', pause_reason: 'x' }],
+      ['POST', '/api/v1/workflows', { name: 'wf\u0000', jobs: [{ name: 'a', queue_name: 'q', payload: {} }] }],
+    ];
+    for (const [method, path, body, headers] of cases) {
+      const r = await n.api.call(method, path, body, headers);
+      assert.ok(r.status < 500, `${method} ${path} ${JSON.stringify(body)} answered ${r.status}`);
+    }
+    for (const [method, path, body, headers] of cases.filter((c) => JSON.stringify(c[2]).includes('\\u0000'))) {
+      const r = await n.api.call(method, path, body, headers);
+      assertInvalid(r);
+    }
+  });
+
+  test('NUL or a lone surrogate in a query or a path: 422 naming it', async () => {
+    for (const p of ['/api/v1/jobs?tag=%00', '/api/v1/jobs/dlq?tag=a%00b', '/api/v1/queues?cursor=%00', '/api/v1/jobs?queue_name=%ED%A0%80x%00']) {
+      const r = await n.api.get(p);
+      assertInvalid(r);
+      assert.match(r.body.details[0].field, /^query/);
+    }
+    const r = await n.api.get('/api/v1/queues/a%00b');
+    assertInvalid(r);
+    assert.equal(r.body.details[0].field, 'path.name');
+  });
+});
+
+describe('arrays and strings are bounded', () => {
+  test('100,000 permissions or webhook events: 422 at once (the uniqueness check is linear)', { timeout: 30_000 }, async () => {
+    // Over the body's value limit: refused before parsing.
+    let r = await n.api.post('/api/v1/api-keys', { name: 'k', permissions: Array(100_000).fill('jobs:read') });
+    assertInvalid(r, '(body)');
+    assert.match(r.body.message, /more than 50000 values/);
+    // Under it: refused by the array's own maximum, before any per-item check.
+    r = await n.api.post('/api/v1/api-keys', { name: 'k', permissions: Array(40_000).fill('jobs:read') });
+    assertInvalid(r, 'permissions');
+    r = await n.api.post('/api/v1/api-keys', { name: 'k', permissions: ['jobs:read', 'jobs:read'] });
+    assertInvalid(r);
+    assert.match(r.body.message, /duplicate/);
+    r = await n.api.post('/api/v1/outgoing-webhooks', { name: 'w', url: 'http://127.0.0.1:9/x', events: Array(40_000).fill('job.created') });
+    assertInvalid(r, 'events');
+    await alive();
+  });
+
+  test('every request body schema bounds its strings (maxLength) and arrays (maxItems)', async () => {
+    const doc = (await n.api.get('/api/v1/openapi.json')).body;
+    const unbounded: string[] = [];
+    const walk = (s: any, where: string): void => {
+      if (!s || typeof s !== 'object') return;
+      for (const k of ['anyOf', 'allOf', 'oneOf']) if (Array.isArray(s[k])) s[k].forEach((b: unknown) => walk(b, where));
+      if (s.type === 'string' && s.maxLength === undefined && s.const === undefined && s.enum === undefined) unbounded.push(`${where}: string`);
+      if (s.type === 'array') {
+        if (s.maxItems === undefined) unbounded.push(`${where}: array`);
+        walk(s.items, `${where}[]`);
+      }
+      if (s.type === 'object') {
+        for (const [k, v] of Object.entries(s.properties ?? {})) walk(v, `${where}.${k}`);
+        for (const v of Object.values(s.patternProperties ?? {})) walk(v, `${where}.*`);
+        if (s.additionalProperties && typeof s.additionalProperties === 'object') walk(s.additionalProperties, `${where}.*`);
+      }
+    };
+    for (const [path, ops] of Object.entries<any>(doc.paths)) {
+      for (const [method, op] of Object.entries<any>(ops)) {
+        const body = op.requestBody?.content?.['application/json']?.schema;
+        if (body) walk(body, `${method.toUpperCase()} ${path}`);
+      }
+    }
+    assert.deepEqual(unbounded, []);
+  });
+});
+
+/** Sends raw bytes and collects what comes back until the server closes or `ms` pass. */
+function raw(data: string, ms = 2000): Promise<{ text: string; closed: boolean }> {
+  const { port } = new URL(n.node.url);
+  return new Promise((resolve) => {
+    const s = net.connect(Number(port), '127.0.0.1');
+    let text = '';
+    const timer = setTimeout(() => {
+      s.destroy();
+      resolve({ text, closed: false });
+    }, ms);
+    s.on('data', (d) => (text += d.toString('latin1')));
+    s.on('error', () => {});
+    s.on('close', () => {
+      clearTimeout(timer);
+      resolve({ text, closed: true });
+    });
+    s.write(data);
+  });
+}
+const statusOf = (text: string) => Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0);
+
+describe('malformed HTTP gets a status, then the connection closes', () => {
+  const key = () => n.api.key;
+
+  test('two Authorization headers: 400', async () => {
+    const r = await raw(`GET /api/v1/queues HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key()}\r\nAuthorization: Bearer other\r\n\r\n`);
+    assert.equal(statusOf(r.text), 400);
+    assert.match(r.text, /"code":"BAD_REQUEST"/);
+    assert.ok(r.closed);
+  });
+
+  test('a path and query over 8 KiB: 414', async () => {
+    const r = await raw(`GET /api/v1/jobs?queue_name=${'a'.repeat(9000)} HTTP/1.1\r\nHost: x\r\n\r\n`);
+    assert.equal(statusOf(r.text), 414);
+    assert.ok(r.closed);
+  });
+
+  test('a header over 8 KiB, or headers over 32 KiB: 431', async () => {
+    let r = await raw(`GET /api/v1/queues HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(9000)}\r\n\r\n`);
+    assert.equal(statusOf(r.text), 431);
+    assert.ok(r.closed);
+    const many = Array.from({ length: 6 }, (_, i) => `X-H${i}: ${'b'.repeat(7000)}\r\n`).join('');
+    r = await raw(`GET /api/v1/queues HTTP/1.1\r\nHost: x\r\n${many}\r\n`);
+    assert.equal(statusOf(r.text), 431);
+  });
+
+  // What uWebSockets.js refuses before any handler runs depends on the build that loads: 20.57
+  // (@btc-vision, glibc >= 2.38) answers 400/431/505 itself; 20.30 (@trufflesuite, the only one that loads on
+  // glibc 2.36) drops or holds such connections, and nothing in-process can answer them.
+  loadUws();
+  const newerUws = loadedBuild() === '@btc-vision/uwebsockets.js';
+  test('an unknown method and a NUL in a header get a 4xx (uWebSockets.js 20.57)', { skip: newerUws ? false : 'this machine loads uWebSockets.js 20.30, which drops these connections without a status (docs/api.md)' }, async () => {
+    for (const req of [`FOO /api/v1/queues HTTP/1.1\r\nHost: x\r\n\r\n`, `GET /api/v1/queues HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n`]) {
+      const r = await raw(req);
+      const status = statusOf(r.text);
+      assert.ok(status >= 400 && status < 500, `answered ${status}`);
+      assert.ok(r.closed);
+    }
+  });
+
+  test('after all of it the node still answers', alive);
+});

@@ -1,0 +1,104 @@
+// One tenant's unstorable row cannot fail another tenant's writes. The edge refuses such data (422), so the
+// store never sees it from a client; behind the edge, a group commit that the store refuses because of one
+// request's data is committed again without that request: only it fails (422), every other request of the
+// group, whatever its organization, succeeds, and their actors keep their state (a parked long poll is still
+// parked and gets its job).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import type { EnqueueInput } from '../src/actors/queue/queue-actor.js';
+import { AppError } from '../src/errors.js';
+import { startTestNode, type Api, type TestNode } from './helpers.js';
+import { assertInvalid, insertKey } from './http-assert.js';
+
+let n: TestNode;
+let a: { api: Api; org: string };
+let b: { api: Api; org: string };
+before(async () => {
+  // One actor thread: every actor below shares one journal, so the asks of one turn share one group commit.
+  n = await startTestNode({ env: { ACTOR_THREADS: '1' } });
+  const first = await insertKey(n, { plan: 'free' });
+  const second = await insertKey(n, { plan: 'pro' });
+  a = { api: n.api.as(first.key), org: first.organizationId };
+  b = { api: n.api.as(second.key), org: second.organizationId };
+});
+after(() => n.stop());
+
+const input = (payload: unknown, extra: Partial<EnqueueInput> = {}): EnqueueInput => ({
+  payload,
+  priority: 0,
+  max_retries: null,
+  timeout_seconds: null,
+  scheduled_at: null,
+  idempotency_key: null,
+  tags: {},
+  completion_webhook: null,
+  completion_webhook_secret: null,
+  ...extra,
+});
+
+type Created = { created: true; job: { id: string } };
+
+test('a group commit refused for one request fails that request alone; the others and their actors are untouched', async () => {
+  const pool = n.node.pool;
+  // B's worker is parked on an empty queue: its actor must survive A's bad row.
+  const parked = pool.ask<{ jobs: Array<{ id: string }> }>(b.org, 'good', 'claim', { worker_id: 'wb', limit: 1, lease_duration_secs: null, wait_ms: 10_000 });
+  await new Promise((r) => setTimeout(r, 200));
+
+  // One turn: one batch to the thread, one group. A NUL inside jsonb is refused by PostgreSQL and PGlite alike.
+  const goodB = Array.from({ length: 20 }, (_, i) => pool.ask<Created>(b.org, 'good', 'enqueue', input({ i })));
+  const bad = pool.ask<Created>(a.org, 'bad', 'enqueue', input({ s: 'x\u0000y' }));
+  const goodA = Array.from({ length: 5 }, (_, i) => pool.ask<Created>(a.org, 'bad', 'enqueue', input({ i })));
+  const keyedB = pool.ask<Created>(b.org, 'good', 'enqueue', input({ keyed: true }, { idempotency_key: 'k-1' }));
+
+  await assert.rejects(bad, (err: unknown) => err instanceof AppError && err.code === 'VALIDATION_ERROR');
+  const createdB = await Promise.all([...goodB, keyedB]);
+  const createdA = await Promise.all(goodA);
+  for (const c of [...createdB, ...createdA]) assert.equal(c.created, true);
+
+  // The parked claim was fed by the group (B's actor was never dropped) and its job is really processing.
+  const { jobs } = await parked;
+  assert.equal(jobs.length, 1);
+  const row = await b.api.get(`/api/v1/jobs/${jobs[0]!.id}`);
+  assert.equal(row.body.status, 'processing');
+
+  // Everything acknowledged is stored; the refused row is not.
+  const ids = [...createdB, ...createdA].map((c) => c.job.id);
+  const stored = await n.node.store.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs WHERE id = ANY(string_to_array($1, \',\')::uuid[])', [ids.join(',')]);
+  assert.equal(stored[0]!.n, ids.length);
+  const refused = await n.node.store.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE queue_name = 'bad' AND payload ? 's'`);
+  assert.equal(refused[0]!.n, 0);
+
+  // A's queue was rebuilt from rows: its five good jobs are there and claimable, once each.
+  const claimedA = await a.api.post('/api/v1/jobs/claim', { queue_name: 'bad', worker_id: 'wa', limit: 10 });
+  assert.deepEqual(claimedA.body.jobs.map((j: { id: string }) => j.id).sort(), createdA.map((c) => c.job.id).sort());
+  const claimedB = await b.api.post('/api/v1/jobs/claim', { queue_name: 'good', worker_id: 'wb', limit: 100 });
+  assert.equal(claimedB.body.jobs.length, 20, 'B: 21 created, 1 handed to the parked claim');
+});
+
+test('a second organization enqueues at full speed while the first sends unstorable rows: 0 errors for the second', async () => {
+  const until = Date.now() + 3_000;
+  let bOk = 0;
+  const bErrors: string[] = [];
+  let aRefused = 0;
+  const loop = async (fn: () => Promise<void>) => {
+    while (Date.now() < until) await fn();
+  };
+  await Promise.all([
+    ...Array.from({ length: 8 }, () =>
+      loop(async () => {
+        const r = await b.api.post('/api/v1/jobs', { queue_name: 'steady', payload: { n: bOk } });
+        if (r.status === 201) bOk++;
+        else bErrors.push(`${r.status} ${JSON.stringify(r.body)}`);
+      }),
+    ),
+    ...Array.from({ length: 4 }, (_, i) =>
+      loop(async () => {
+        const r = await n.api.as(a.api.key).post('/api/v1/jobs', { queue_name: 'steady', payload: { s: i % 2 ? 'a\u0000' : '\ud800' } });
+        assertInvalid(r, 'payload.s');
+        aRefused++;
+      }),
+    ),
+  ]);
+  assert.deepEqual(bErrors, []);
+  assert.ok(bOk > 0 && aRefused > 0);
+});
