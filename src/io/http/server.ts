@@ -6,10 +6,16 @@
 // WebSocket endpoints (`webSocket()`, registered before the catch-all), which authenticate during the upgrade.
 // Both are tracked so that close() ends them: uWS keeps the thread alive, and aborts the process, while a
 // socket is open when the thread ends. A reader that does not keep up is dropped instead of buffered for.
+//
+// Every answer carries X-Request-Id (request-id.ts) and X-Sluice-Version; the request id is in the request's
+// log lines (a debug line per request, and the error line of a failure).
 import { STATUS_CODES } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { AppError } from '../../errors.js';
+import type { Log } from '../../log.js';
 import { authorize, queryCredential, rejectQueryCredential, type Authenticator, type Principal } from './auth.js';
 import type { Method, Request, Response, Router, StreamSink } from './router.js';
+import { requestIdOf } from './request-id.js';
 import { loadUws, type HttpResponse, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
 
 /** A hard ceiling for any body; plan payload caps are checked per route below it. */
@@ -53,6 +59,11 @@ interface SocketData {
   closed: boolean;
 }
 
+export interface HttpServerOptions {
+  /** The X-Sluice-Version of every answer (package.json's version). */
+  version: string;
+}
+
 const NO_PRINCIPAL: Principal = Object.freeze({ organizationId: '', apiKeyId: null, permissions: [], via: 'api_key' as const });
 
 export class HttpServer {
@@ -67,9 +78,10 @@ export class HttpServer {
   constructor(
     private readonly router: Router,
     private readonly auth: Authenticator,
-    private readonly log: (msg: string, err?: unknown) => void,
+    private readonly log: Log,
     /** Per-organization admission of authenticated requests (rate limits, call counting). */
     private readonly admit: (organizationId: string) => Promise<void> = async () => {},
+    private readonly options: HttpServerOptions = { version: 'unknown' },
   ) {}
 
   /** Adds a WebSocket endpoint; before listen(). */
@@ -89,20 +101,23 @@ export class HttpServer {
       const authorization = req.getHeader('authorization');
       const adminKey = req.getHeader('x-admin-key');
       const headers = { webhookToken: req.getHeader('x-webhook-token'), host: req.getHeader('host') };
+      const id = requestIdOf(req.getHeader('x-request-id'));
+      const started = performance.now();
       let aborted = false;
       res.onAborted(() => {
         aborted = true;
       });
       const finish = (r: Response) => {
-        if (r.stream) return this.stream(res, r, aborted);
+        this.log.debug(`${method} ${path} ${r.status}`, undefined, { request_id: id, ms: Math.round((performance.now() - started) * 10) / 10, ...(aborted ? { aborted: true } : {}) });
+        if (r.stream) return this.stream(res, r, aborted, id);
         if (aborted) return r.undelivered?.();
-        res.cork(() => write(res, r));
+        res.cork(() => write(res, r, id, this.options.version));
       };
       const run = (body: Buffer | null) => {
-        this.handle(method, path, query, authorization, adminKey, headers, body).then(finish, (err) => finish(this.errorResponse(err)));
+        this.handle(method, path, query, authorization, adminKey, headers, body).then(finish, (err) => finish(this.errorResponse(err, id)));
       };
       if (method === 'GET') return run(null);
-      readBody(res, (body) => (body === null ? finish(this.errorResponse(new AppError('PAYLOAD_TOO_LARGE', 'Request body too large', { limit: MAX_BODY_BYTES }))) : run(body)));
+      readBody(res, (body) => (body === null ? finish(this.errorResponse(new AppError('PAYLOAD_TOO_LARGE', 'Request body too large', { limit: MAX_BODY_BYTES }), id)) : run(body)));
     });
     this.app = app;
     return new Promise((resolve, reject) => {
@@ -138,7 +153,7 @@ export class HttpServer {
     if (match === null) throw new AppError('NOT_FOUND', `No route for ${method} ${path}`);
     if ('allow' in match) {
       const err = new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}`);
-      return { ...this.errorResponse(err), headers: { allow: match.allow.join(', ') } };
+      return { status: err.status, body: err.toBody(), headers: { allow: match.allow.join(', ') } };
     }
     const { route, params } = match;
     const q = new URLSearchParams(query);
@@ -163,7 +178,7 @@ export class HttpServer {
   }
 
   /** Sends the status and headers, then hands the route a sink over the response until either side ends it. */
-  private stream(res: HttpResponse, r: Response, aborted: boolean): void {
+  private stream(res: HttpResponse, r: Response, aborted: boolean, id: string): void {
     let closed = aborted;
     let ended = false;
     /** Bytes written since the socket last reported it had drained; null while not backed up. */
@@ -219,6 +234,8 @@ export class HttpServer {
       });
       res.cork(() => {
         res.writeStatus(statusLine(r.status));
+        res.writeHeader('x-request-id', id);
+        res.writeHeader('x-sluice-version', this.options.version);
         for (const [k, v] of Object.entries(r.headers ?? {})) res.writeHeader(k, v);
       });
     }
@@ -239,12 +256,13 @@ export class HttpServer {
         const key = req.getHeader('sec-websocket-key');
         const protocol = req.getHeader('sec-websocket-protocol');
         const extensions = req.getHeader('sec-websocket-extensions');
+        const id = requestIdOf(req.getHeader('x-request-id'));
         let aborted = false;
         res.onAborted(() => {
           aborted = true;
         });
         const refuse = (err: unknown) => {
-          if (!aborted) res.cork(() => write(res, this.errorResponse(err)));
+          if (!aborted) res.cork(() => write(res, this.errorResponse(err, id), id, this.options.version));
         };
         (async () => {
           const principal = await this.principal(queryCredential(query, authorization), route.permission);
@@ -280,19 +298,21 @@ export class HttpServer {
     });
   }
 
-  private errorResponse(err: unknown): Response {
+  private errorResponse(err: unknown, requestId: string): Response {
     if (err instanceof AppError) {
       const retryAfter = err.extra.retry_after;
       return { status: err.status, body: err.toBody(), ...(typeof retryAfter === 'number' ? { headers: { 'retry-after': String(retryAfter) } } : {}) };
     }
-    this.log('unhandled error', err);
+    this.log.error('unhandled error', err, { request_id: requestId });
     const e = new AppError('INTERNAL');
     return { status: e.status, body: e.toBody() };
   }
 }
 
-function write(res: HttpResponse, r: Response): void {
+function write(res: HttpResponse, r: Response, requestId: string, version: string): void {
   res.writeStatus(statusLine(r.status));
+  res.writeHeader('x-request-id', requestId);
+  res.writeHeader('x-sluice-version', version);
   if (r.headers) for (const [k, v] of Object.entries(r.headers)) res.writeHeader(k, v);
   if (r.body === undefined) {
     res.end();
