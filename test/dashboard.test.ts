@@ -13,6 +13,14 @@ import { browserMissing, launchBrowser, type BrowserSession } from './browser.js
 import { insertKey } from './http-assert.js';
 import { ROOT, STORE, startTestNode, type TestNode } from './helpers.js';
 
+// The page's globals as the callbacks below use them: those callbacks run in the browser, and this project
+// compiles without the DOM library.
+declare const document: { querySelector(selector: string): { textContent: string | null } | null; cookie: string };
+declare const location: { hash: string };
+declare const window: Record<string, unknown>;
+declare const localStorage: { length: number };
+declare const sessionStorage: { length: number };
+
 const skip = STORE !== 'pg' ? 'the browser test runs on PostgreSQL only (SLUICE_TEST_STORE=pg)' : browserMissing();
 if (skip) console.log(`# dashboard: skipped: ${skip}`);
 
@@ -64,7 +72,7 @@ describe('dashboard', { skip: skip ?? false }, () => {
   test('sign in; a job enqueued through the API appears and changes state live, on the list and on its page', async () => {
     await signIn(page, n.api.key);
     // Marks this document: if anything below reloaded the page, the mark would be gone.
-    await page.evaluate(() => ((window as unknown as { sluiceMark: number }).sluiceMark = 1));
+    await page.evaluate(() => void (window.sluiceMark = 1));
     await page.waitForFunction(() => document.querySelector('[data-testid=live-status]')?.textContent === 'live');
 
     await go(page, '#/jobs');
@@ -88,7 +96,7 @@ describe('dashboard', { skip: skip ?? false }, () => {
     await jobStatus(page, 'dead letter');
     await page.waitForSelector('[data-testid=job-errors] >> text=SMTP timeout');
 
-    assert.equal(await page.evaluate(() => (window as unknown as { sluiceMark?: number }).sluiceMark), 1, 'the page was not reloaded');
+    assert.equal(await page.evaluate(() => window.sluiceMark), 1, 'the page was not reloaded');
   });
 
   test('dead letters: one is retried from the DLQ page, a selection is purged', async () => {
