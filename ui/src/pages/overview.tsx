@@ -143,7 +143,8 @@ export function Overview() {
                 <th class="num">Scheduled</th>
                 <th class="num">Processing</th>
                 <th class="num">Dead letters</th>
-                <th class="num" title="completed · failed attempts in the last minute">Last minute</th>
+                <th class="num" title="jobs completed in the last 60 seconds">Done /min</th>
+                <th class="num" title="failed attempts (retries and dead letters) in the last 60 seconds">Failed /min</th>
                 <th class="num">Oldest pending</th>
                 <th />
               </tr>
@@ -168,7 +169,8 @@ export function Overview() {
                     <td class={`num ${c.deadletter > 0 ? 'bad' : ''}`}>
                       <a href={href('/dlq', { queue: q.name })}>{count(c.deadletter)}</a>
                     </td>
-                    <td class="num">{s ? `${s.throughput_last_minute.completed} · ${s.throughput_last_minute.failed}` : '—'}</td>
+                    <td class="num">{s ? count(s.throughput_last_minute.completed) : '—'}</td>
+                    <td class={`num ${s && s.throughput_last_minute.failed > 0 ? 'warn' : ''}`}>{s ? count(s.throughput_last_minute.failed) : '—'}</td>
                     <td class={`num ${age !== null && age > 300 ? 'warn' : ''}`}>{age === null ? '—' : duration(age)}</td>
                     <td class="actions">
                       {mayWrite &&
