@@ -20,7 +20,8 @@ export interface Log {
 
 type Level = Exclude<keyof typeof LEVELS, 'silent'>;
 
-export function createLog(level: Config['logLevel'], format: Config['logFormat'] = 'text', write: (line: string) => void = (l) => process.stderr.write(`${l}\n`)): Log {
+/** `write` receives each line without its newline; the default is console.error (stderr), which tests capture. */
+export function createLog(level: Config['logLevel'], format: Config['logFormat'] = 'text', write: (line: string) => void = (l) => console.error(l)): Log {
   const min = LEVELS[level];
   const at = (name: Level) => (msg: string, err?: unknown, fields?: LogFields) => {
     if (LEVELS[name] < min) return;
