@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
+import { ManualClock } from '../src/clock.js';
 import { browserMissing, launchBrowser, type BrowserSession } from './browser.js';
 import { insertKey } from './http-assert.js';
 import { ROOT, STORE, startTestNode, type TestNode } from './helpers.js';
@@ -29,6 +30,8 @@ const WRITE_BUTTON = /^(Pause|Resume|Retry|Purge|Cancel|Trigger now|Send test)/;
 
 describe('dashboard', { skip: skip ?? false }, () => {
   let n: TestNode;
+  /** Token lifetimes follow the node's clock: the refresh test moves it past the access token's expiry. */
+  const clock = new ManualClock(Date.now());
   let browser: BrowserSession;
   let page: Page;
   /** Content-Security-Policy and other console errors seen by any tab: the page must cause none. */
@@ -60,7 +63,7 @@ describe('dashboard', { skip: skip ?? false }, () => {
   before(async () => {
     // The page is built from the lock file's packages; a no-op when ui/dist is current.
     execFileSync('make', ['-s', 'ui'], { cwd: ROOT, stdio: 'inherit' });
-    n = await startTestNode();
+    n = await startTestNode({ clock });
     browser = await launchBrowser();
     page = watch(await browser.newPage());
   });
@@ -164,6 +167,16 @@ describe('dashboard', { skip: skip ?? false }, () => {
     await go(page, '#/schedules');
     await page.waitForSelector('button:has-text("Trigger now")');
     await viewer.close();
+  });
+
+  test('an access token that expired is refreshed (POST /auth/refresh) and the page goes on', async () => {
+    const refreshed = page.waitForRequest((r) => r.url().endsWith('/api/v1/auth/refresh') && r.method() === 'POST');
+    await clock.advance(3601_000);
+    await go(page, '#/workers');
+    await refreshed;
+    await page.waitForSelector('main h1:has-text("Workers")');
+    await page.waitForSelector('text=No registered workers');
+    assert.equal(await page.locator('#api-key').count(), 0, 'still signed in');
   });
 
   test('the session is in memory only: no storage, no cookie, and a reload signs out', async () => {
