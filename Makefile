@@ -1,10 +1,13 @@
-# Sluice. `make run` installs what is missing and starts one node on the embedded store (./data);
-# `make test` runs the whole suite on PostgreSQL and on PGlite (one file at a time: the long-poll latency test
-# must not share the 2 cores with a load test); `make bench` runs the load scenarios.
+# Sluice. `make run` installs what is missing, builds the dashboard and starts one node on the embedded store
+# (./data); `make test` runs the whole suite on PostgreSQL and on PGlite (one file at a time: the long-poll
+# latency test must not share the 2 cores with a load test); `make build` compiles the server to dist/ for
+# plain node (and builds the dashboard); `make bench` runs the load scenarios.
 NODE := node --import tsx
 TESTS := $(wildcard test/*.test.ts)
+SRC := $(shell find src -type f)
+UI_SRC := $(shell find ui/src -type f) ui/build.ts ui/tsconfig.json
 
-.PHONY: install run test test-pg test-pglite typecheck bench clean
+.PHONY: install run ui build test test-pg test-pglite typecheck bench screenshots clean
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -12,13 +15,30 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 install: node_modules/.package-lock.json
 
-run: install
+# The dashboard's static files, served by the node at /ui (ui/README.md).
+ui/dist/index.html: node_modules/.package-lock.json $(UI_SRC)
+	$(NODE) ui/build.ts
+
+ui: ui/dist/index.html
+
+# The server as JavaScript for plain node: tsc into dist/, plus the migrations it reads at boot. The proto
+# file and the dashboard are found beside dist/ (proto/, ui/dist/), as they are beside src/.
+dist/main.js: node_modules/.package-lock.json tsconfig.json tsconfig.build.json $(SRC)
+	rm -rf dist
+	npx tsc -p tsconfig.build.json
+	cp -r src/io/db/migrations dist/io/db/migrations
+	@touch $@
+
+build: dist/main.js ui
+
+run: install ui
 	$(NODE) src/main.ts
 
 typecheck: install
 	npx tsc --noEmit -p .
+	npx tsc --noEmit -p ui
 
-test: typecheck test-pg test-pglite
+test: typecheck build test-pg test-pglite
 
 test-pg: install
 	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(TESTS)
@@ -29,5 +49,9 @@ test-pglite: install
 bench: install
 	$(NODE) bench/run.ts
 
+# Screenshots of the main pages into docs/img/ (shown in the README), from a node seeded with sample work.
+screenshots: ui
+	$(NODE) test/screenshots.ts docs/img
+
 clean:
-	rm -rf .tmp data
+	rm -rf .tmp data dist ui/dist

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { PLAN_RESOURCES, PLAN_TIERS, type PlanOverrides, type PlanResource, type PlanTier } from './actors/org/plans.js';
 
 export interface Config {
+  /** The address both APIs bind: 127.0.0.1 by default outside production, 0.0.0.0 in production (DESIGN §2). */
   readonly host: string;
   readonly port: number;
   /** The gRPC API's port (0: any free port). */
@@ -22,6 +23,8 @@ export interface Config {
   /** Connections per actor thread (one commits, the others load actors) and for the main thread. */
   readonly pgPoolSize: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  /** text: one human line per event; json: one JSON object per line (log shippers). */
+  readonly logFormat: 'text' | 'json';
   /** HS256 secret for JWTs. Null outside production: generated once and kept in dataDir. */
   readonly jwtSecret: string | null;
   readonly jwtAccessTtlSeconds: number;
@@ -100,7 +103,9 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const nodeEnv = str('NODE_ENV', 'development');
   const config: Config = {
-    host: str('HOST', '0.0.0.0'),
+    // Outside production the webhook SSRF guard is off (deliveries may call private addresses), so a development
+    // node open to the network could be used to probe it: it listens on this machine only unless HOST says so.
+    host: str('HOST', nodeEnv === 'production' ? '0.0.0.0' : '127.0.0.1'),
     port: int('PORT', 8080, 0, 65535),
     grpcPort: int('GRPC_PORT', 50051, 0, 65535),
     databaseUrl,
@@ -113,6 +118,7 @@ export function loadConfig(env: Env = process.env): Config {
     defaultTimeoutSeconds: int('DEFAULT_TIMEOUT_SECONDS', 300, 5, 3600),
     pgPoolSize: int('PG_POOL_SIZE', 4, 2, 100),
     logLevel: oneOf('LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
+    logFormat: oneOf('LOG_FORMAT', 'text', ['text', 'json'] as const),
     jwtSecret: env.JWT_SECRET ? env.JWT_SECRET : null,
     jwtAccessTtlSeconds: int('JWT_ACCESS_TTL_SECONDS', 3600, 60, 86_400),
     jwtRefreshTtlSeconds: int('JWT_REFRESH_TTL_SECONDS', 30 * 86_400, 300, 365 * 86_400),

@@ -1,4 +1,5 @@
-// Entry point: `tsx src/main.ts` runs one node with the configuration from the environment.
+// Entry point: one node with the configuration from the environment. `make run` runs it through tsx;
+// `make build` compiles it to dist/main.js for plain node.
 import { ConfigError, loadConfig } from './config.js';
 import { createLog } from './log.js';
 import { startNode } from './node.js';
@@ -13,7 +14,7 @@ try {
   }
   throw err;
 }
-const log = createLog(config.logLevel);
+const log = createLog(config.logLevel, config.logFormat);
 const node = await startNode({ config, log });
 
 let stopping = false;

@@ -54,6 +54,7 @@ import { incomingWebhookRoutes } from './io/http/routes/incoming-webhooks.js';
 import { WorkerReaper } from './runtime/worker-reaper.js';
 import { WorkflowCoordinator } from './runtime/workflows.js';
 import { workflowRoutes } from './io/http/routes/workflows.js';
+import { uiRoutes } from './io/http/routes/ui.js';
 import { workerOps } from './io/http/routes/workers.js';
 import { GrpcServer } from './io/grpc/server.js';
 
@@ -147,7 +148,7 @@ async function openEmbedded(config: Config): Promise<StoreSetup> {
 export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   const { config } = opts;
   const clock = opts.clock ?? systemClock;
-  const log = opts.log ?? createLog(config.logLevel);
+  const log = opts.log ?? createLog(config.logLevel, config.logFormat);
   const setup = config.databaseUrl ? await openPostgres(config.databaseUrl, config) : await openEmbedded(config);
   const { store } = setup;
   let pool: ActorPool | null = null;
@@ -234,6 +235,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...incomingWebhookRoutes(services),
       ...outgoingWebhookRoutes(services, webhooks),
       ...workflowRoutes(services, flows),
+      ...uiRoutes(),
     );
     let openapi: Record<string, unknown> | null = null;
     router.add({
@@ -255,12 +257,21 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         throw err;
       }
     };
-    http = new HttpServer(router, auth, (m, e) => log.error(m, e), admit, { maxDepth: config.bodyMaxDepth, maxValues: config.bodyMaxValues }).webSocket(eventSocket(streams));
+    http = new HttpServer(router, auth, log, admit, { version: VERSION, maxDepth: config.bodyMaxDepth, maxValues: config.bodyMaxValues }).webSocket(
+      eventSocket(streams),
+    );
     const port = await http.listen(config.host, config.port);
     const g = (grpc = new GrpcServer({ services, auth, admit, workers, log }));
     const grpcPort = await g.listen(config.host, config.grpcPort);
     const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
-    log.info(`listening on http://${host}:${port} (${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads); gRPC on ${host}:${grpcPort}`);
+    // Say what is bound, not only a URL to click: 0.0.0.0 is every interface, 127.0.0.1 this machine only.
+    const bound = config.host === '0.0.0.0' ? '0.0.0.0, every interface' : config.host === '127.0.0.1' ? '127.0.0.1, this machine only' : config.host;
+    log.info(
+      `listening on http://${host}:${port} (HTTP, dashboard at /ui/) and ${host}:${grpcPort} (gRPC), bound to ${bound}; ` +
+        `${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads, version ${VERSION}`,
+      undefined,
+      { address: config.host, http_port: port, grpc_port: grpcPort, version: VERSION },
+    );
     retention.start();
     calls.start();
     const r = (reaper = new WorkerReaper({ store, clock, quotas, events, log, staleSeconds: config.workerStaleSeconds }));

@@ -6,7 +6,8 @@ import { ConfigError, loadConfig } from '../src/config.js';
 
 test('defaults', () => {
   const c = loadConfig({});
-  assert.equal(c.host, '0.0.0.0');
+  assert.equal(c.host, '127.0.0.1');
+  assert.equal(c.logFormat, 'text');
   assert.equal(c.port, 8080);
   assert.equal(c.grpcPort, 50051);
   assert.equal(c.databaseUrl, null);
@@ -34,6 +35,17 @@ test('every invalid setting is reported at once', () => {
 test('NODE_ENV=production needs a JWT secret', () => {
   assert.throws(() => loadConfig({ NODE_ENV: 'production' }), /JWT_SECRET is required/);
   assert.equal(loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32) }).production, true);
+});
+
+test('HOST: this machine only outside production, every interface in production, unless set', () => {
+  assert.equal(loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32) }).host, '0.0.0.0');
+  assert.equal(loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(32), HOST: '10.0.0.5' }).host, '10.0.0.5');
+  assert.equal(loadConfig({ HOST: '0.0.0.0' }).host, '0.0.0.0');
+});
+
+test('LOG_FORMAT', () => {
+  assert.equal(loadConfig({ LOG_FORMAT: 'json' }).logFormat, 'json');
+  assert.throws(() => loadConfig({ LOG_FORMAT: 'xml' }), /LOG_FORMAT/);
 });
 
 test('PLAN_<TIER>_<RESOURCE> overrides', () => {

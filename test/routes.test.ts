@@ -509,7 +509,7 @@ describe('REST routes', () => {
     test('404 for unknown routes, before any credential is asked for', async () => {
       const anon = api.as('');
       for (const [method, p] of [
-        ['GET', '/'],
+        ['GET', '/ui/nope'], // `/` redirects to the dashboard (test/observability.test.ts)
         ['GET', '/nope'],
         ['GET', '/api/v1'],
         ['GET', '/api/v1/nope'],

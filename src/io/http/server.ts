@@ -6,11 +6,17 @@
 // WebSocket endpoints (`webSocket()`, registered before the catch-all), which authenticate during the upgrade.
 // Both are tracked so that close() ends them: uWS keeps the thread alive, and aborts the process, while a
 // socket is open when the thread ends. A reader that does not keep up is dropped instead of buffered for.
+//
+// Every answer carries X-Request-Id (request-id.ts) and X-Sluice-Version; the request id is in the request's
+// log lines (a debug line per request, and the error line of a failure).
 import { STATUS_CODES } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { AppError } from '../../errors.js';
+import type { Log } from '../../log.js';
 import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, assertClean, assertCleanParams, scanJson } from '../input.js';
 import { authorize, queryCredential, rejectQueryCredential, type Authenticator, type Principal } from './auth.js';
 import type { Method, Request, Response, Router, StreamSink } from './router.js';
+import { requestIdOf } from './request-id.js';
 import { loadUws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
 
 /** A hard ceiling for any body; plan payload caps are checked per route below it. */
@@ -63,6 +69,11 @@ interface SocketData {
   closed: boolean;
 }
 
+export interface HttpServerOptions extends BodyLimits {
+  /** The X-Sluice-Version of every answer (package.json's version). */
+  version: string;
+}
+
 const NO_PRINCIPAL: Principal = Object.freeze({ organizationId: '', apiKeyId: null, permissions: [], via: 'api_key' as const });
 
 export class HttpServer {
@@ -77,11 +88,10 @@ export class HttpServer {
   constructor(
     private readonly router: Router,
     private readonly auth: Authenticator,
-    private readonly log: (msg: string, err?: unknown) => void,
+    private readonly log: Log,
     /** Per-organization admission of authenticated requests (rate limits, call counting). */
     private readonly admit: (organizationId: string) => Promise<void> = async () => {},
-    /** JSON bodies nested deeper, or holding more values, are refused (422) before they are parsed. */
-    private readonly limits: BodyLimits = { maxDepth: DEFAULT_MAX_DEPTH, maxValues: DEFAULT_MAX_VALUES },
+    private readonly options: HttpServerOptions = { version: 'unknown', maxDepth: DEFAULT_MAX_DEPTH, maxValues: DEFAULT_MAX_VALUES },
   ) {}
 
   /** Adds a WebSocket endpoint; before listen(). */
@@ -98,29 +108,32 @@ export class HttpServer {
       const method = req.getMethod().toUpperCase() as Method;
       const path = req.getUrl();
       const query = req.getQuery() ?? '';
+      const id = requestIdOf(req.getHeader('x-request-id'));
       // Refused before anything else runs, on what uWS let through (it drops worse requests itself).
       const malformed = malformedHead(req, path, query);
       if (malformed) {
-        res.cork(() => write(res, this.errorResponse(malformed), true));
+        res.cork(() => write(res, this.errorResponse(malformed, id), id, this.options.version, true));
         return;
       }
       const authorization = req.getHeader('authorization');
       const adminKey = req.getHeader('x-admin-key');
       const headers = { webhookToken: req.getHeader('x-webhook-token'), host: req.getHeader('host') };
+      const started = performance.now();
       let aborted = false;
       res.onAborted(() => {
         aborted = true;
       });
       const finish = (r: Response) => {
-        if (r.stream) return this.stream(res, r, aborted);
+        this.log.debug(`${method} ${path} ${r.status}`, undefined, { request_id: id, ms: Math.round((performance.now() - started) * 10) / 10, ...(aborted ? { aborted: true } : {}) });
+        if (r.stream) return this.stream(res, r, aborted, id);
         if (aborted) return r.undelivered?.();
-        res.cork(() => write(res, r));
+        res.cork(() => write(res, r, id, this.options.version));
       };
       const run = (body: Buffer | null) => {
-        this.handle(method, path, query, authorization, adminKey, headers, body).then(finish, (err) => finish(this.errorResponse(err)));
+        this.handle(method, path, query, authorization, adminKey, headers, body).then(finish, (err) => finish(this.errorResponse(err, id)));
       };
       if (method === 'GET') return run(null);
-      readBody(res, (body) => (body === null ? finish(this.errorResponse(new AppError('PAYLOAD_TOO_LARGE', 'Request body too large', { limit: MAX_BODY_BYTES }))) : run(body)));
+      readBody(res, (body) => (body === null ? finish(this.errorResponse(new AppError('PAYLOAD_TOO_LARGE', 'Request body too large', { limit: MAX_BODY_BYTES }), id)) : run(body)));
     });
     this.app = app;
     return new Promise((resolve, reject) => {
@@ -156,7 +169,7 @@ export class HttpServer {
     if (match === null) throw new AppError('NOT_FOUND', `No route for ${method} ${path}`);
     if ('allow' in match) {
       const err = new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}`);
-      return { ...this.errorResponse(err), headers: { allow: match.allow.join(', ') } };
+      return { status: err.status, body: err.toBody(), headers: { allow: match.allow.join(', ') } };
     }
     const { route, params } = match;
     const q = new URLSearchParams(query);
@@ -170,7 +183,7 @@ export class HttpServer {
       req.principal = await route.authenticate(req);
       await this.admit(req.principal.organizationId);
     }
-    req.body = parseJson(raw, this.limits);
+    req.body = parseJson(raw, this.options);
     return route.handler(req);
   }
 
@@ -182,7 +195,7 @@ export class HttpServer {
   }
 
   /** Sends the status and headers, then hands the route a sink over the response until either side ends it. */
-  private stream(res: HttpResponse, r: Response, aborted: boolean): void {
+  private stream(res: HttpResponse, r: Response, aborted: boolean, id: string): void {
     let closed = aborted;
     let ended = false;
     /** Bytes written since the socket last reported it had drained; null while not backed up. */
@@ -238,6 +251,8 @@ export class HttpServer {
       });
       res.cork(() => {
         res.writeStatus(statusLine(r.status));
+        res.writeHeader('x-request-id', id);
+        res.writeHeader('x-sluice-version', this.options.version);
         for (const [k, v] of Object.entries(r.headers ?? {})) res.writeHeader(k, v);
       });
     }
@@ -258,12 +273,13 @@ export class HttpServer {
         const key = req.getHeader('sec-websocket-key');
         const protocol = req.getHeader('sec-websocket-protocol');
         const extensions = req.getHeader('sec-websocket-extensions');
+        const id = requestIdOf(req.getHeader('x-request-id'));
         let aborted = false;
         res.onAborted(() => {
           aborted = true;
         });
         const refuse = (err: unknown) => {
-          if (!aborted) res.cork(() => write(res, this.errorResponse(err)));
+          if (!aborted) res.cork(() => write(res, this.errorResponse(err, id), id, this.options.version));
         };
         (async () => {
           assertCleanParams(query, {});
@@ -300,20 +316,22 @@ export class HttpServer {
     });
   }
 
-  private errorResponse(err: unknown): Response {
+  private errorResponse(err: unknown, requestId: string): Response {
     if (err instanceof AppError) {
       const retryAfter = err.extra.retry_after;
       return { status: err.status, body: err.toBody(), ...(typeof retryAfter === 'number' ? { headers: { 'retry-after': String(retryAfter) } } : {}) };
     }
-    this.log('unhandled error', err);
+    this.log.error('unhandled error', err, { request_id: requestId });
     const e = new AppError('INTERNAL');
     return { status: e.status, body: e.toBody() };
   }
 }
 
 /** `close`: end the connection after the answer (a malformed request: what follows it cannot be trusted). */
-function write(res: HttpResponse, r: Response, close = false): void {
+function write(res: HttpResponse, r: Response, requestId: string, version: string, close = false): void {
   res.writeStatus(statusLine(r.status));
+  res.writeHeader('x-request-id', requestId);
+  res.writeHeader('x-sluice-version', version);
   if (r.headers) for (const [k, v] of Object.entries(r.headers)) res.writeHeader(k, v);
   if (r.body === undefined) {
     res.end(undefined, close);

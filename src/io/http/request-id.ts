@@ -1,0 +1,11 @@
+// Every HTTP request has an id: the caller's X-Request-Id when it is sane (a proxy or client that already
+// names its requests keeps its name end to end), else a new UUID. It goes back in the X-Request-Id response
+// header and into that request's log lines, so a user's report of a failed call can be found in the log.
+import { randomUUID } from 'node:crypto';
+
+/** Printable, no spaces, quotes or separators a log line or header could be confused by; at most 128 chars. */
+const SANE = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+export function requestIdOf(incoming: string): string {
+  return SANE.test(incoming) ? incoming : randomUUID();
+}
