@@ -248,9 +248,13 @@ export class HttpCore {
   }
 }
 
+/** fetch says only "fetch failed": the reason (ECONNREFUSED…) is in its cause, or in the cause's errors. */
 function describeCause(err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string } })?.cause;
+  type Cause = { code?: string; message?: string; errors?: Cause[] };
+  let cause = (err as { cause?: Cause })?.cause;
+  if (cause && !cause.code && Array.isArray(cause.errors) && cause.errors[0]) cause = cause.errors[0];
   if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
+  if (cause?.message) return cause.message;
   return err instanceof Error ? err.message : String(err);
 }
 
