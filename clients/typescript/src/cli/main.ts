@@ -210,6 +210,11 @@ export async function main(argv: string[]): Promise<number> {
 // Run when executed (the bin), not when imported (tests import exitCodeOf).
 const self = process.argv[1] ? fs.realpathSync(process.argv[1]) : '';
 if (self === fs.realpathSync(fileURLToPath(import.meta.url))) {
+  // `sluice jobs list --all | head`: the reader left; that is not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code;
