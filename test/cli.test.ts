@@ -224,7 +224,7 @@ describe('sluice CLI', { concurrency: true }, () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
     try {
       for (let i = 0; !stderr.includes('listening on'); i++) {
-        assert.ok(i < 250, `tail did not connect: ${stderr}`);
+        assert.ok(i < 750, `tail did not connect: ${stderr}`);
         await sleep(20);
       }
       await sdk.jobs.enqueue({ queue_name: 'other', payload: {} });

@@ -64,7 +64,7 @@ describe('worker runner', { concurrency: true }, () => {
       { concurrency: 10, pollWaitMs: 1000 },
     );
     worker.on('completed', () => completed++);
-    await until(() => completed === 40, 15_000, '40 completions');
+    await until(() => completed === 40, 30_000, '40 completions');
     await worker.close();
     assert.equal(max, 10);
     const claims = seen.filter((s) => s.path === '/api/v1/jobs/claim');
@@ -84,7 +84,7 @@ describe('worker runner', { concurrency: true }, () => {
       return 'slow but done';
     }, { leaseSeconds: 5, pollWaitMs: 1000 });
     worker.on('completed', (job) => completed.push(job));
-    await until(() => completed.length === 1, 19_000, 'the long job to complete');
+    await until(() => completed.length === 1, 30_000, 'the long job to complete');
     await worker.close();
     const job = await client.jobs.get(id!);
     assert.equal(job.status, 'completed');
@@ -163,7 +163,7 @@ describe('worker runner', { concurrency: true }, () => {
     const ids = await enqueueMany(client, 'w-term', 20);
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/fixtures/sdk-sigterm-worker.ts')], {
       cwd: ROOT,
-      env: { ...process.env, SLUICE_URL: n.node.url, SLUICE_API_KEY: n.node.bootstrapKey!, QUEUE: 'w-term', WORKER_ID: 'term-worker', HANDLER_MS: '1500' },
+      env: { ...process.env, SLUICE_URL: n.node.url, SLUICE_API_KEY: n.node.bootstrapKey!, QUEUE: 'w-term', WORKER_ID: 'term-worker', HANDLER_MS: '3000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -172,7 +172,7 @@ describe('worker runner', { concurrency: true }, () => {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     const lines = (word: string) => out.split('\n').filter((l) => l.startsWith(`${word} `));
     try {
-      await until(() => lines('start').length === 10, 15_000, `10 jobs in flight:\n${out}`);
+      await until(() => lines('start').length === 10, 30_000, `10 jobs in flight:\n${out}`);
       assert.equal((await client.workers.get('term-worker')).id, 'term-worker');
       child.kill('SIGTERM');
       const code = await exited;

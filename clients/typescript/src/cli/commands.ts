@@ -47,10 +47,11 @@ function str(ctx: Ctx, name: string): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
-function list(ctx: Ctx, name: string): string[] {
+/** A repeatable option's values; `split` also splits each on commas (not for tags, whose values may hold one). */
+function list(ctx: Ctx, name: string, split = true): string[] {
   const v = ctx.values[name];
   const all = Array.isArray(v) ? v : typeof v === 'string' ? [v] : [];
-  return all.flatMap((s) => s.split(',')).map((s) => s.trim()).filter(Boolean);
+  return (split ? all.flatMap((s) => s.split(',')) : all).map((s) => s.trim()).filter(Boolean);
 }
 
 function int(ctx: Ctx, name: string, min: number, max: number): number | undefined {
@@ -211,7 +212,7 @@ async function enqueue(ctx: Ctx): Promise<number> {
   const payload = payloadOf('the payload', inline ?? str(ctx, 'payload') ?? '{}');
   if (str(ctx, 'delay') !== undefined && str(ctx, 'at') !== undefined) throw new UsageError('give --delay or --at, not both');
   const tags = Object.fromEntries(
-    list(ctx, 'tag').map((t) => {
+    list(ctx, 'tag', false).map((t) => {
       const i = t.indexOf('=');
       return i < 0 ? [t, ''] : [t.slice(0, i), t.slice(i + 1)];
     }),
@@ -477,7 +478,7 @@ export const COMMANDS: Command[] = [
       const client = connect(ctx);
       const status = oneOf<JobStatus>(ctx, 'status', JOB_STATUSES);
       const { items, more } = await collect(ctx, (limit) =>
-        client.jobs.list({ queue_name: str(ctx, 'queue'), ...(status ? { status } : {}), tag: list(ctx, 'tag'), limit }),
+        client.jobs.list({ queue_name: str(ctx, 'queue'), ...(status ? { status } : {}), tag: list(ctx, 'tag', false), limit }),
       );
       out(ctx.json ? json(items) : jobRows(items));
       moreHint(ctx, more);
