@@ -238,6 +238,21 @@ describe('sluice CLI', { concurrency: true }, () => {
     } finally {
       child.kill('SIGKILL');
     }
+    // Ctrl-C ends it cleanly.
+    const live = spawn(process.execPath, [BIN, 'tail'], { env: { PATH: process.env.PATH, HOME: home, SLUICE_URL: n.node.url, SLUICE_API_KEY: key }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let liveErr = '';
+    live.stderr.on('data', (b) => (liveErr += b));
+    const liveExit = new Promise<number | null>((resolve) => live.once('exit', resolve));
+    try {
+      for (let i = 0; !liveErr.includes('listening on'); i++) {
+        assert.ok(i < 750, `tail did not connect: ${liveErr}`);
+        await sleep(20);
+      }
+      live.kill('SIGINT');
+      assert.equal(await liveExit, 0);
+    } finally {
+      live.kill('SIGKILL');
+    }
     await fails(['tail', '--queue', '-x-'], 2);
     await fails(['tail', '--event', 'not-an-event'], 1, /VALIDATION_ERROR/);
   });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { LeaseLostError, SluiceClient, UnrecoverableError, Worker, type Job } from '../clients/typescript/src/index.js';
+import { JobTimeoutError, LeaseLostError, SluiceClient, UnrecoverableError, Worker, WorkerShutdownError, type Job } from '../clients/typescript/src/index.js';
 import { ManualClock } from '../src/clock.js';
 import { ROOT, sleep, startTestNode, type TestNode } from './helpers.js';
 
@@ -116,6 +116,55 @@ describe('worker runner', { concurrency: true }, () => {
     const retried = await client.jobs.get(transient!);
     assert.equal(retried.status, 'scheduled');
     assert.equal(retried.retry_count, 1);
+  });
+
+  test("a job past its timeout_seconds: the signal aborts and the job is failed as timed out", async () => {
+    const [id] = await enqueueMany(client, 'w-timeout', 1, { timeout_seconds: 5 });
+    let reason: unknown;
+    const failed: Array<[unknown, string | null]> = [];
+    const worker = new Worker(client, 'w-timeout', async (_job, ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+      reason = ctx.signal.reason;
+      return 'too late';
+    }, { pollWaitMs: 1000 });
+    worker.on('failed', (_job, err, status) => failed.push([err, status]));
+    await until(() => failed.length === 1, 15_000, 'the timeout');
+    await worker.close();
+    assert.ok(reason instanceof JobTimeoutError);
+    assert.ok(failed[0]![0] instanceof JobTimeoutError);
+    assert.equal(failed[0]![1], 'scheduled');
+    const job = await client.jobs.get(id!);
+    assert.equal(job.status, 'scheduled');
+    assert.match(job.last_error!, /timed out after 5 s/);
+  });
+
+  test('close() after the grace period gives running jobs back and aborts their signals', async () => {
+    const [id] = await enqueueMany(client, 'w-grace', 1);
+    let reason: unknown;
+    const worker = new Worker(client, 'w-grace', async (_job, ctx) => {
+      await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+      reason = ctx.signal.reason;
+      // Ignores the signal: the worker must not wait for it. (Unref'd: the test process need not either.)
+      await new Promise((resolve) => setTimeout(resolve, 60_000).unref());
+    }, { pollWaitMs: 1000 });
+    await until(() => worker.active === 1, 10_000, 'the job to start');
+    const started = Date.now();
+    await worker.close({ graceMs: 300 });
+    assert.ok(Date.now() - started < 5_000);
+    assert.ok(reason instanceof WorkerShutdownError);
+    const job = await client.jobs.get(id!);
+    assert.equal(job.status, 'scheduled');
+    assert.match(job.last_error!, /shut down/);
+    await assert.rejects(client.workers.get(worker.workerId), /not found/i);
+  });
+
+  test('a worker removed by someone else registers again under its id', async () => {
+    const worker = new Worker(client, 'w-reaped', async () => null, { workerId: 'reaped-worker', workerHeartbeatMs: 100, pollWaitMs: 1000 });
+    await worker.ready;
+    await client.workers.deregister('reaped-worker');
+    await until(async () => (await client.workers.list().toArray()).some((w) => w.id === 'reaped-worker'), 10_000, 'a new registration');
+    await worker.close();
+    assert.equal((await client.workers.list().toArray()).some((w) => w.id === 'reaped-worker'), false);
   });
 
   test('the gRPC transport claims, renews, completes and fails over ProcessJobs', async () => {

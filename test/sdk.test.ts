@@ -19,7 +19,9 @@ import {
   RateLimitedError,
   SluiceClient,
   SluiceError,
+  SseParser,
   UnauthorizedError,
+  UnavailableError,
   ValidationError,
   verifySignature,
   type EventEnvelope,
@@ -395,6 +397,110 @@ describe('SDK: retries and errors', () => {
       assert.ok(e instanceof SluiceError);
       assert.equal(e.name, Cls.name);
     }
+  });
+});
+
+describe('SDK: retry policy and SSE against a scripted server', () => {
+  type Script = (req: http.IncomingMessage, res: http.ServerResponse, hit: number) => void;
+  let server: http.Server;
+  let url: string;
+  const scripts = new Map<string, Script>();
+  const hits = new Map<string, number>();
+  before(async () => {
+    server = http.createServer((req, res) => {
+      const key = `${req.method} ${new URL(req.url!, 'http://x').pathname}`;
+      const hit = (hits.get(key) ?? 0) + 1;
+      hits.set(key, hit);
+      req.resume();
+      req.on('end', () => scripts.get(key)!(req, res, hit));
+    });
+    const port = await freePort();
+    await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+    url = `http://127.0.0.1:${port}`;
+  });
+  after(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+
+  const answer = (res: http.ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
+  };
+  const unavailable = { error: 'unavailable', code: 'UNAVAILABLE', message: 'store down', status: 503 };
+
+  test('503 and dropped connections are retried for idempotent requests only; a quota never', async () => {
+    const c = new SluiceClient({ url, apiKey: 'k', retry: { baseDelayMs: 5 } });
+    scripts.set('GET /api/v1/jobs/stats', (_q, res, hit) => (hit < 3 ? answer(res, 503, unavailable) : answer(res, 200, { total: 1 })));
+    assert.deepEqual(await c.jobs.stats(), { total: 1 });
+    assert.equal(hits.get('GET /api/v1/jobs/stats'), 3);
+
+    scripts.set('POST /api/v1/jobs', (_q, res, hit) => (hit < 3 ? answer(res, 503, unavailable) : answer(res, 201, { id: 'j', created: true })));
+    await assert.rejects(c.jobs.enqueue({ queue_name: 'q', payload: {} }), UnavailableError);
+    assert.equal(hits.get('POST /api/v1/jobs'), 1, 'no key: not retried');
+    assert.equal((await c.jobs.enqueue({ queue_name: 'q', payload: {}, idempotency_key: 'k1' })).id, 'j');
+    assert.equal(hits.get('POST /api/v1/jobs'), 3, 'with a key: 503, then retried');
+
+    scripts.set('POST /api/v1/jobs/claim', (req) => req.socket.destroy());
+    await assert.rejects(c.jobs.claim({ queue_name: 'q', worker_id: 'w' }), ConnectionError);
+    assert.equal(hits.get('POST /api/v1/jobs/claim'), 1);
+    scripts.set('POST /api/v1/jobs/j/complete', (req, res, hit) => (hit === 1 ? req.socket.destroy() : answer(res, 200, { id: 'j', status: 'completed' })));
+    assert.equal((await c.jobs.complete('j', { worker_id: 'w', lease_id: 'l' })).status, 'completed');
+    assert.equal(hits.get('POST /api/v1/jobs/j/complete'), 2, 'a lease-fenced report is retried');
+
+    const quota = { error: 'limit_exceeded', code: 'QUOTA_EXCEEDED', message: 'no', status: 429, resource: 'queues', current: 2, limit: 2, plan: 'free', upgrade_to: 'starter' };
+    scripts.set('GET /api/v1/queues', (_q, res) => answer(res, 429, quota));
+    await assert.rejects(c.queues.list().page(), QuotaExceededError);
+    assert.equal(hits.get('GET /api/v1/queues'), 1);
+
+    scripts.set('GET /api/v1/workers', () => {});
+    const slow = new SluiceClient({ url, apiKey: 'k', timeoutMs: 200, retry: { retries: 1, baseDelayMs: 5 } });
+    const timeout = await rejectsWith(slow.workers.list().page(), ConnectionError, 'TIMEOUT');
+    assert.match(timeout.message, /timed out after 200 ms/);
+    assert.equal(hits.get('GET /api/v1/workers'), 2);
+
+    scripts.set('GET /api/v1/schedules', (_q, res) => res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>Bad gateway</h1>'));
+    const proxy = await rejectsWith(new SluiceClient({ url, apiKey: 'k', retry: { retries: 0 } }).schedules.list().page(), SluiceError, 'HTTP_502');
+    assert.equal(proxy.retryable, true);
+    assert.match(proxy.message, /Bad gateway/);
+  });
+
+  test('the SSE helper reconnects after a dropped or silent connection and sends Last-Event-ID', async () => {
+    const seenIds: Array<string | undefined> = [];
+    const frame = (id: string, n: number) => `id: ${id}\ndata: ${JSON.stringify({ id, event: 'job.created', created_at: 't', data: { n } })}\n\n`;
+    scripts.set('GET /api/v1/events', (req, res, hit) => {
+      seenIds.push(req.headers['last-event-id'] as string | undefined);
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': open\n\n');
+      if (hit === 1) res.end(frame('e1', 1)); // then the connection drops
+      else if (hit === 3) res.write(frame('e2', 2)); // hit 2 stays silent: the client must give up on it
+    });
+    const c = new SluiceClient({ url, apiKey: 'k' });
+    const reconnects: number[] = [];
+    const got = [];
+    for await (const e of c.events.stream({ idleTimeoutMs: 300, maxReconnectDelayMs: 50, onReconnect: (r) => reconnects.push(r.attempt) })) {
+      got.push(e.data.n);
+      if (got.length === 2) break;
+    }
+    assert.deepEqual(got, [1, 2]);
+    assert.deepEqual(seenIds, [undefined, 'e1', 'e1']);
+    assert.equal(reconnects.length, 2);
+
+    // close() ends an iteration that is waiting on a silent connection.
+    const quiet = c.events.stream({ idleTimeoutMs: 60_000 });
+    setTimeout(() => quiet.close(), 100);
+    const t0 = Date.now();
+    for await (const _ of quiet) assert.fail('the server sends nothing');
+    assert.ok(Date.now() - t0 < 2_000);
+  });
+
+  test('SSE frames: multi-line data, CRLF, comments, retry, ids that carry over', () => {
+    const p = new SseParser();
+    const frames = [...p.push(': hi\r\nretry: 1500\r\nid: 7\r\ndata: {"a":\r\ndata: 1}\r\n\r\nevent: x\ndata: 2'), ...p.push('\n\n')];
+    assert.deepEqual(frames, [
+      { id: '7', event: null, data: '{"a":\n1}' },
+      { id: '7', event: 'x', data: '2' },
+    ]);
+    assert.equal(p.retryMs, 1500);
   });
 });
 

@@ -164,7 +164,11 @@ export class HttpCore {
     return { status: res.status, headers: res.headers, body: body as T };
   }
 
-  /** Sends one attempt; throws the mapped error for a non-2xx answer. `abandon` clears the timeout (returns whether it fired). */
+  /**
+   * Sends one attempt; throws the mapped error for a non-2xx answer. `abandon` clears the timeout and unlinks the
+   * caller's signal (returns whether the timeout fired). Without `timeBody` (a stream) only the timeout ends with
+   * the headers: the caller's signal must still be able to close the connection while the body is read.
+   */
   private async send(spec: RequestSpec, timeBody: boolean): Promise<{ res: Response; abandon: () => boolean }> {
     if (spec.signal?.aborted) throw spec.signal.reason ?? new DOMException('The operation was aborted', 'AbortError');
     const ctl = new AbortController();
@@ -201,7 +205,7 @@ export class HttpCore {
       if (spec.signal?.aborted) throw spec.signal.reason ?? err;
       throw this.connectionError(spec, err, timedOut);
     }
-    if (!timeBody) abandon();
+    if (!timeBody) clearTimeout(timer);
     if (res.status >= 400) {
       const text = await res.text().catch(() => '');
       abandon();
