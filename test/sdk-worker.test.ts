@@ -167,6 +167,27 @@ describe('worker runner', { concurrency: true }, () => {
     assert.equal((await client.workers.list().toArray()).some((w) => w.id === 'reaped-worker'), false);
   });
 
+  test('bad options are refused at once; a failed start rejects ready and closes', async () => {
+    const h = async () => null;
+    assert.throws(() => new Worker(client, 'q', h, { concurrency: 0 }), /concurrency must be an integer from 1 to 1000, got 0/);
+    assert.throws(() => new Worker(client, 'q', h, { leaseSeconds: 2 }), /leaseSeconds must be an integer from 5 to 3600/);
+    assert.throws(() => new Worker(client, 'q', h, { leaseSeconds: 5, heartbeatIntervalMs: 5000 }), /shorter than the lease/);
+    assert.throws(() => new Worker(client, '.hidden', h), /not a queue name/);
+    assert.throws(() => new Worker(client, 'q', h, { transport: 'tcp' as never }), /transport must be/);
+    const tokens = await client.auth.login();
+    const jwt = new SluiceClient({ url: n.node.url, apiKey: tokens.access_token });
+    const errors: string[] = [];
+    const w = new Worker(jwt, 'q', h, { transport: 'grpc' });
+    w.on('error', (_e, context) => errors.push(context));
+    await assert.rejects(w.ready, /takes an API key, not a JWT/);
+    await w.closed;
+    assert.deepEqual(errors, ['transport']);
+    const denied = new Worker(new SluiceClient({ url: n.node.url, apiKey: 'svc_test_unknown' }), 'q', h);
+    denied.on('error', () => {});
+    await assert.rejects(denied.ready, /UNAUTHORIZED|credential/i);
+    await denied.closed;
+  });
+
   test('the gRPC transport claims, renews, completes and fails over ProcessJobs', async () => {
     const ids = await enqueueMany(client, 'w-grpc', 30);
     const results = new Map<string, unknown>();

@@ -13,6 +13,7 @@
 //
 // Claims are sized to the free slots (`limit` = concurrency − running, at most 100) and long-poll
 // (`wait_ms`), so an idle worker makes one request per `pollWaitMs` and a busy one none at all.
+import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import type { SluiceClient } from './client.js';
 import { TypedEmitter } from './emitter.js';
@@ -184,7 +185,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   private readonly handler: Handler<P, R>;
   private readonly opts: WorkerOptions;
   private readonly running = new Map<string, Running>();
-  private id: string | null;
+  private id: string;
   private transport: Transport | null = null;
   private state: 'idle' | 'starting' | 'running' | 'closing' | 'closed' = 'idle';
   private startPromise: Promise<void> | null = null;
@@ -193,6 +194,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   private rejectReady!: (err: unknown) => void;
   private resolveClosed!: () => void;
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  private beating = false;
   private registered = false;
   private readonly stopCtl = new AbortController();
   /** Fires when the shutdown grace must end now (a second signal). */
@@ -228,7 +230,9 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
       throw new RangeError('Worker: heartbeatIntervalMs must be shorter than the lease');
     }
     this.grpc = opts.grpc;
-    this.id = opts.workerId ?? null;
+    // Minted here rather than by the service, so that a registration whose answer was lost can be sent again
+    // without taking a second slot (a registration with an id is an upsert).
+    this.id = opts.workerId ?? randomUUID();
     this.ready = new Promise<string>((resolve, reject) => {
       this.resolveReady = resolve;
       this.rejectReady = reject;
@@ -240,9 +244,9 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     if (opts.autostart ?? true) queueMicrotask(() => void this.start().catch(() => {}));
   }
 
-  /** The registered worker id (null until registered). */
+  /** The worker id (throws before the worker is registered). */
   get workerId(): string {
-    if (this.id === null) throw new Error('Worker: not registered yet (await worker.ready)');
+    if (!this.registered && this.state !== 'closed') throw new Error('Worker: not registered yet (await worker.ready)');
     return this.id;
   }
 
@@ -273,22 +277,24 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   private async run(): Promise<void> {
     if (this.state !== 'idle') return;
     this.state = 'starting';
+    let step = 'register';
     try {
       await this.register();
+      if (this.stopping) return;
+      step = 'transport';
+      this.transport = this.opts.transport === 'grpc' ? await this.grpcTransport() : new HttpTransport(this);
     } catch (err) {
       this.rejectReady(err);
       if (!this.stopping) {
-        this.emit('error', err, 'register');
+        this.emit('error', err, step);
         void this.close();
       }
       throw err;
     }
     if (this.stopping) return;
     this.state = 'running';
-    this.transport = this.opts.transport === 'grpc' ? await this.grpcTransport() : new HttpTransport(this);
-    if (this.stopping) return;
-    this.resolveReady(this.id!);
-    this.emit('ready', this.id!);
+    this.resolveReady(this.id);
+    this.emit('ready', this.id);
     this.transport.start();
   }
 
@@ -303,7 +309,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
       try {
         const rec = await this.client.workers.register(
           {
-            ...(this.id !== null ? { worker_id: this.id } : {}),
+            worker_id: this.id,
             queue_name: this.queue,
             hostname: (this.opts.hostname ?? osHostname()).slice(0, 255) || null,
             max_concurrency: this.concurrency,
@@ -332,7 +338,17 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   }
 
   private async beat(): Promise<void> {
-    if (this.stopping || this.id === null) return;
+    // One at a time: a slow heartbeat (or a re-registration) must not pile up behind the interval.
+    if (this.stopping || this.beating) return;
+    this.beating = true;
+    try {
+      await this.beatOnce();
+    } finally {
+      this.beating = false;
+    }
+  }
+
+  private async beatOnce(): Promise<void> {
     try {
       await this.client.workers.heartbeat(this.id, { signal: this.stopCtl.signal });
     } catch (err) {
@@ -414,7 +430,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     }
     const ctx: JobContext = {
       signal: r.ctl.signal,
-      workerId: this.id!,
+      workerId: this.id,
       attempt: (job.retry_count ?? 0) + 1,
       heartbeat: async () => {
         if (r.lost) throw new LeaseLostError(job.id);
@@ -497,7 +513,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     } finally {
       this.stopCtl.abort();
       clearInterval(this.heartbeatTimer);
-      if (this.registered && this.id !== null) {
+      if (this.registered) {
         await this.client.workers.deregister(this.id).catch((err) => {
           if (!(err instanceof NotFoundError)) this.emit('error', err, 'deregister');
         });
