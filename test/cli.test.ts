@@ -43,7 +43,8 @@ function sluice(args: string[], opts: { env?: Record<string, string | undefined>
     child.stdout.on('data', (b) => (stdout += b));
     child.stderr.on('data', (b) => (stderr += b));
     child.on('error', reject);
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    // 'close', not 'exit': only then has all of the output been read.
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(opts.input ?? '');
   });
 }
@@ -221,7 +222,7 @@ describe('sluice CLI', { concurrency: true }, () => {
     let stderr = '';
     child.stdout.on('data', (b) => (stdout += b));
     child.stderr.on('data', (b) => (stderr += b));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
     try {
       for (let i = 0; !stderr.includes('listening on'); i++) {
         assert.ok(i < 750, `tail did not connect: ${stderr}`);
@@ -242,7 +243,7 @@ describe('sluice CLI', { concurrency: true }, () => {
     const live = spawn(process.execPath, [BIN, 'tail'], { env: { PATH: process.env.PATH, HOME: home, SLUICE_URL: n.node.url, SLUICE_API_KEY: key }, stdio: ['ignore', 'ignore', 'pipe'] });
     let liveErr = '';
     live.stderr.on('data', (b) => (liveErr += b));
-    const liveExit = new Promise<number | null>((resolve) => live.once('exit', resolve));
+    const liveExit = new Promise<number | null>((resolve) => live.once('close', resolve));
     try {
       for (let i = 0; !liveErr.includes('listening on'); i++) {
         assert.ok(i < 750, `tail did not connect: ${liveErr}`);

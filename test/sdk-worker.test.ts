@@ -239,7 +239,7 @@ describe('worker runner', { concurrency: true }, () => {
     let out = '';
     child.stdout!.on('data', (b) => (out += b));
     child.stderr!.on('data', (b) => (out += b));
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
     const lines = (word: string) => out.split('\n').filter((l) => l.startsWith(`${word} `));
     try {
       await until(() => lines('start').length === 10, 30_000, `10 jobs in flight:\n${out}`);
