@@ -84,7 +84,7 @@ export interface WorkerOptions {
   workerHeartbeatMs?: number;
   /** How long close() lets running handlers finish (default 30 s). */
   shutdownGraceMs?: number;
-  /** A stable id: re-registering reuses its slot. Default: the service mints one. */
+  /** A stable id: after a restart it re-registers into the same slot. Default: a random UUID per Worker. */
   workerId?: string;
   hostname?: string;
   metadata?: JsonObject;
