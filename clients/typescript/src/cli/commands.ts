@@ -169,7 +169,7 @@ const PAGE_OPTIONS: Record<string, OptionSpec> = {
 
 function jobRows(jobs: Job[]): string {
   return table(
-    ['ID', 'QUEUE', 'STATUS', 'PRI', 'TRIES', 'CREATED', 'LAST ERROR'],
+    ['ID', 'QUEUE', 'STATUS', 'PRI', 'RETRIES', 'CREATED', 'LAST ERROR'],
     jobs.map((j) => [j.id, j.queue_name, j.status, j.priority, `${j.retry_count}/${j.max_retries}`, when(j.created_at), truncate(j.last_error, 40)]),
   );
 }
@@ -568,7 +568,7 @@ export const COMMANDS: Command[] = [
       const client = connect(ctx);
       const { items, more } = await collect(ctx, (limit) => client.dlq.list({ queue_name: str(ctx, 'queue'), limit }));
       if (ctx.json) out(json(items));
-      else out(table(['ID', 'QUEUE', 'TRIES', 'DEAD SINCE', 'LAST ERROR'], items.map((j) => [j.id, j.queue_name, j.retry_count + 1, when(j.completed_at), truncate(j.last_error, 60)])));
+      else out(table(['ID', 'QUEUE', 'ATTEMPTS', 'DEAD SINCE', 'LAST ERROR'], items.map((j) => [j.id, j.queue_name, j.retry_count + 1, when(j.completed_at), truncate(j.last_error, 60)])));
       moreHint(ctx, more);
     },
   },
