@@ -1,13 +1,15 @@
 # Sluice. `make run` installs what is missing, builds the dashboard and starts one node on the embedded store
 # (./data); `make test` runs the whole suite on PostgreSQL and on PGlite (one file at a time: the long-poll
 # latency test must not share the 2 cores with a load test); `make build` compiles the server to dist/ for
-# plain node (and builds the dashboard); `make bench` runs the load scenarios.
+# plain node (and builds the dashboard); `make sdk` builds the TypeScript SDK and the `sluice` CLI
+# (clients/typescript → dist/), which the tests and the typecheck use; `make bench` runs the load scenarios.
 NODE := node --import tsx
 TESTS := $(wildcard test/*.test.ts)
 SRC := $(shell find src -type f)
 UI_SRC := $(shell find ui/src -type f) ui/build.ts ui/tsconfig.json
+SDK := clients/typescript
 
-.PHONY: install run ui build test test-pg test-pglite typecheck bench screenshots clean
+.PHONY: install run ui build sdk test test-pg test-pglite typecheck bench screenshots clean
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -34,16 +36,20 @@ build: dist/main.js ui
 run: install ui
 	$(NODE) src/main.ts
 
-typecheck: install
+sdk: install
+	npx tsc -p $(SDK)
+
+typecheck: sdk
 	npx tsc --noEmit -p .
 	npx tsc --noEmit -p ui
+	npx tsc --noEmit -p examples
 
 test: typecheck build test-pg test-pglite
 
-test-pg: install
+test-pg: sdk
 	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(TESTS)
 
-test-pglite: install
+test-pglite: sdk
 	SLUICE_TEST_STORE=pglite $(NODE) --test --test-concurrency=1 $(TESTS)
 
 bench: install
@@ -54,4 +60,4 @@ screenshots: ui
 	$(NODE) test/screenshots.ts docs/img
 
 clean:
-	rm -rf .tmp data dist ui/dist
+	rm -rf .tmp data dist ui/dist $(SDK)/dist

@@ -1,0 +1,328 @@
+// The gRPC transport of the worker: one QueueService.ProcessJobs stream per worker (proto/queue/v1/queue.proto,
+// a copy of the service's contract shipped in this package).
+//
+// The protocol (the service's docs/grpc.md): the client sends `{ref, claim}` to ask for up to `batchSize` more
+// jobs (claims add up; the service long-polls until they are delivered), and `{ref, complete | fail | renew}`;
+// the service sends claimed jobs as `{job}` and answers every complete / fail / renew (and a refused claim)
+// with `{ack: {ref, jobId, code, message, reply}}`. So the demand the worker has outstanding is the sum of its
+// claims minus the jobs received; it asks for more whenever free slots exceed that.
+//
+// Stopping: a half-close would still let the service's poll in flight claim jobs for us, so the stream is
+// cancelled instead (jobs the service claims after a cancel are put back at once). Acks in flight are waited
+// for first; outcomes reported after the cancel, and after a broken stream, go by the unary RPCs. A broken
+// stream is reopened with backoff.
+//
+// @grpc/grpc-js and @grpc/proto-loader are optional peer dependencies, loaded only when this transport is used.
+import { fileURLToPath } from 'node:url';
+import type * as GrpcJs from '@grpc/grpc-js';
+import { ERROR_CLASSES, LeaseExpiredError, SluiceError, UnknownApiError, ConnectionError } from './errors.js';
+import { backoff, sleep } from './http.js';
+import type { Job, JobStatus } from './types.js';
+import type { Transport, TransportHost } from './worker.js';
+
+const PROTO_PATH = fileURLToPath(new URL('../proto/queue/v1/queue.proto', import.meta.url));
+const LOADER_OPTIONS = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true } as const;
+/** How long a stop waits for acks in flight before cancelling the stream anyway. */
+const ACK_DRAIN_MS = 5_000;
+
+type Pb = Record<string, unknown>;
+type Callback = (err: GrpcJs.ServiceError | null, res: Pb) => void;
+interface QueueClient extends GrpcJs.Client {
+  ProcessJobs(md: GrpcJs.Metadata): GrpcJs.ClientDuplexStream<Pb, Pb>;
+  Complete(req: Pb, md: GrpcJs.Metadata, cb: Callback): void;
+  Fail(req: Pb, md: GrpcJs.Metadata, cb: Callback): void;
+  RenewLease(req: Pb, md: GrpcJs.Metadata, cb: Callback): void;
+}
+
+interface Ack {
+  resolve: (reply: Pb) => void;
+  reject: (err: unknown) => void;
+  /** The same operation as a unary call, if the stream breaks before the ack. */
+  unary: () => Promise<Pb>;
+}
+
+async function loadGrpc(): Promise<{ grpc: typeof GrpcJs; QueueService: new (address: string, creds: GrpcJs.ChannelCredentials) => QueueClient }> {
+  let grpc: typeof GrpcJs;
+  let loader: typeof import('@grpc/proto-loader');
+  try {
+    grpc = await import('@grpc/grpc-js');
+    loader = await import('@grpc/proto-loader');
+  } catch (err) {
+    throw new Error("Worker: transport 'grpc' needs the packages @grpc/grpc-js and @grpc/proto-loader (npm install @grpc/grpc-js @grpc/proto-loader)", {
+      cause: err,
+    });
+  }
+  const root = grpc.loadPackageDefinition(loader.loadSync(PROTO_PATH, LOADER_OPTIONS)) as unknown as {
+    queue: { v1: { QueueService: new (address: string, creds: GrpcJs.ChannelCredentials) => QueueClient } };
+  };
+  return { grpc, QueueService: root.queue.v1.QueueService };
+}
+
+export class GrpcTransport implements Transport {
+  private stream: GrpcJs.ClientDuplexStream<Pb, Pb> | null = null;
+  /** Jobs asked for and not received yet on the current stream. */
+  private outstanding = 0;
+  private readonly acks = new Map<string, Ack>();
+  private nextRef = 0;
+  private claiming = true;
+  private failures = 0;
+  private reopening: Promise<void> | null = null;
+  private readonly stopCtl = new AbortController();
+
+  private constructor(
+    private readonly host: TransportHost,
+    private readonly grpc: typeof GrpcJs,
+    private readonly client: QueueClient,
+    private readonly apiKey: string,
+  ) {}
+
+  static async create(host: TransportHost): Promise<GrpcTransport> {
+    const apiKey = host.client.http.apiKey;
+    if (!apiKey) throw new TypeError("Worker: transport 'grpc' needs an API key");
+    if (apiKey.startsWith('eyJ')) throw new TypeError("Worker: transport 'grpc' takes an API key, not a JWT access token");
+    const { grpc, QueueService } = await loadGrpc();
+    const base = new URL(host.client.url);
+    const address = host.grpc?.address ?? `${base.hostname.includes(':') ? `[${base.hostname}]` : base.hostname}:50051`;
+    const tls = host.grpc?.tls ?? base.protocol === 'https:';
+    const client = new QueueService(address, tls ? grpc.credentials.createSsl() : grpc.credentials.createInsecure());
+    return new GrpcTransport(host, grpc, client, apiKey);
+  }
+
+  private metadata(): GrpcJs.Metadata {
+    const md = new this.grpc.Metadata();
+    md.set('x-api-key', this.apiKey);
+    return md;
+  }
+
+  start(): void {
+    this.open();
+  }
+
+  private open(): void {
+    const stream = this.client.ProcessJobs(this.metadata());
+    this.stream = stream;
+    this.outstanding = 0;
+    stream.on('data', (msg: Pb) => {
+      if (stream !== this.stream) return;
+      if (msg.job) {
+        this.failures = 0;
+        this.outstanding = Math.max(0, this.outstanding - 1);
+        this.host.dispatch(fromPbJob(msg.job as Pb));
+      } else if (msg.ack) {
+        this.onAck(msg.ack as Pb);
+      }
+    });
+    stream.on('error', (err: GrpcJs.ServiceError) => this.broken(stream, err));
+    stream.on('end', () => this.broken(stream, null));
+    this.wake();
+  }
+
+  private onAck(ack: Pb): void {
+    const pending = this.acks.get(String(ack.ref));
+    if (pending) this.acks.delete(String(ack.ref));
+    const code = Number(ack.code ?? 0);
+    if (code !== 0) {
+      const err = grpcError(code, String(ack.message ?? ''));
+      if (pending) pending.reject(err);
+      else {
+        // A refused claim: its demand will never be served.
+        this.outstanding = 0;
+        this.host.reportError(err, 'claim');
+        if (!this.host.stopping) void sleep(backoff(this.failures++), this.stopCtl.signal).then(() => this.wake(), () => {});
+      }
+      return;
+    }
+    pending?.resolve(ack);
+  }
+
+  /** The stream ended or failed: what waited for an ack goes by unary calls; reopen unless stopping. */
+  private broken(stream: GrpcJs.ClientDuplexStream<Pb, Pb>, err: GrpcJs.ServiceError | null): void {
+    if (stream !== this.stream) return;
+    this.stream = null;
+    this.outstanding = 0;
+    const waiting = [...this.acks.values()];
+    this.acks.clear();
+    for (const a of waiting) a.unary().then(a.resolve, a.reject);
+    if (!this.claiming || this.host.stopping) return;
+    if (err && err.code !== this.grpc.status.CANCELLED) this.host.reportError(grpcError(err.code, err.details ?? err.message), 'gRPC stream');
+    this.reopening = sleep(backoff(this.failures++), this.stopCtl.signal).then(
+      () => {
+        this.reopening = null;
+        if (this.claiming && !this.host.stopping) this.open();
+      },
+      () => {},
+    );
+  }
+
+  wake(): void {
+    if (!this.stream || !this.claiming || this.host.stopping) return;
+    const want = Math.min(100, this.host.free() - this.outstanding);
+    if (want <= 0) return;
+    this.outstanding += want;
+    this.stream.write({
+      ref: `c${this.nextRef++}`,
+      claim: { queueName: this.host.queue, workerId: this.host.workerId, batchSize: want, leaseDurationSecs: this.host.leaseSeconds ?? 0, waitMs: this.host.pollWaitMs },
+    });
+  }
+
+  async stopClaiming(): Promise<void> {
+    if (!this.claiming) return;
+    this.claiming = false;
+    this.stopCtl.abort();
+    const stream = this.stream;
+    if (!stream) return;
+    const deadline = Date.now() + ACK_DRAIN_MS;
+    while (this.acks.size > 0 && Date.now() < deadline && this.stream === stream) await sleep(20);
+    if (this.stream === stream) {
+      this.stream = null;
+      for (const a of this.acks.values()) a.unary().then(a.resolve, a.reject);
+      this.acks.clear();
+      stream.cancel();
+    }
+  }
+
+  /** Over the stream while it is open and claiming, else as a unary call. */
+  private op(kind: 'complete' | 'fail' | 'renew', body: Pb, unary: () => Promise<Pb>): Promise<Pb> {
+    const stream = this.stream;
+    if (!stream || !this.claiming) return unary();
+    const ref = `${kind[0]}${this.nextRef++}`;
+    return new Promise<Pb>((resolve, reject) => {
+      this.acks.set(ref, { resolve, reject, unary });
+      stream.write({ ref, [kind]: body });
+    });
+  }
+
+  private unary(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb): Promise<Pb> {
+    return new Promise((resolve, reject) =>
+      this.client[method](req, this.metadata(), (err, res) => (err ? reject(grpcError(err.code, err.details ?? err.message)) : resolve(res))),
+    );
+  }
+
+  async complete(job: Job<never>, result: unknown): Promise<void> {
+    const req = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', result: toValue(result) };
+    await this.op('complete', req, () => this.unary('Complete', req));
+  }
+
+  async fail(job: Job<never>, error: string, retryable: boolean): Promise<string | null> {
+    const req: Pb = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', error, ...(retryable ? {} : { retryable: false }) };
+    const ack = await this.op('fail', req, () => this.unary('Fail', req).then((fail) => ({ fail })));
+    const reply = ack.fail as Pb | undefined;
+    return typeof reply?.status === 'string' && reply.status !== '' ? reply.status : null;
+  }
+
+  async renew(job: Job<never>, leaseSeconds: number | undefined): Promise<void> {
+    const req = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', leaseDurationSecs: leaseSeconds ?? 0 };
+    await this.op('renew', req, () => this.unary('RenewLease', req));
+  }
+
+  async close(): Promise<void> {
+    await this.stopClaiming();
+    await this.reopening;
+    this.client.close();
+  }
+}
+
+/** A gRPC failure as the client's error class: the message is `CODE: message {extras}` (docs/errors.md). */
+export function grpcError(code: number, message: string): SluiceError {
+  const m = /^([A-Z_]+): ([\s\S]*)$/.exec(message);
+  const catalog = m?.[1];
+  if (catalog && catalog in ERROR_CLASSES) {
+    const Cls = ERROR_CLASSES[catalog as keyof typeof ERROR_CLASSES];
+    let text = m![2]!;
+    let body: Record<string, unknown> = {};
+    const extras = /\s(\{[\s\S]*\})$/.exec(text);
+    if (extras) {
+      try {
+        body = JSON.parse(extras[1]!) as Record<string, unknown>;
+        text = text.slice(0, extras.index);
+      } catch {
+        /* not extras after all: keep the whole message */
+      }
+    }
+    return new Cls({ status: 0, code: catalog, message: text, body: { ...body, error: catalog.toLowerCase(), code: catalog, message: text, status: 0 } });
+  }
+  // 14 UNAVAILABLE, 4 DEADLINE_EXCEEDED: no answer from the service.
+  if (code === 14 || code === 4) return new ConnectionError(`gRPC: ${message}`);
+  if (code === 9 && message.includes('LEASE_EXPIRED')) return new LeaseExpiredError({ status: 0, code: 'LEASE_EXPIRED', message });
+  return new UnknownApiError({ status: 0, code: `GRPC_${code}`, message: `gRPC status ${code}: ${message}` });
+}
+
+// google.protobuf.Value / Struct as proto-loader reads and writes them ({fields: {k: {stringValue}}}).
+interface PbValue {
+  kind?: string;
+  nullValue?: string | number;
+  numberValue?: number;
+  stringValue?: string;
+  boolValue?: boolean;
+  structValue?: { fields?: Record<string, PbValue> };
+  listValue?: { values?: PbValue[] };
+}
+
+export function toValue(v: unknown): PbValue {
+  if (v === null || v === undefined) return { nullValue: 'NULL_VALUE' };
+  if (typeof v === 'number') return { numberValue: v };
+  if (typeof v === 'string') return { stringValue: v };
+  if (typeof v === 'boolean') return { boolValue: v };
+  if (Array.isArray(v)) return { listValue: { values: v.map(toValue) } };
+  if (typeof v === 'object') {
+    const json = (v as { toJSON?: () => unknown }).toJSON;
+    if (typeof json === 'function') return toValue(json.call(v));
+    return { structValue: { fields: Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [k, toValue(x)])) } };
+  }
+  return { nullValue: 'NULL_VALUE' };
+}
+
+export function fromValue(v: PbValue | null | undefined): unknown {
+  if (!v) return null;
+  switch (v.kind ?? Object.keys(v).find((k) => (v as Record<string, unknown>)[k] !== undefined)) {
+    case 'numberValue':
+      return v.numberValue;
+    case 'stringValue':
+      return v.stringValue;
+    case 'boolValue':
+      return v.boolValue;
+    case 'structValue':
+      return fromStruct(v.structValue);
+    case 'listValue':
+      return (v.listValue?.values ?? []).map(fromValue);
+    default:
+      return null;
+  }
+}
+
+function fromStruct(s: { fields?: Record<string, PbValue> } | null | undefined): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(s?.fields ?? {}).map(([k, v]) => [k, fromValue(v)]));
+}
+
+const orNull = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);
+
+/** A queue.v1.Job in the REST shape (gRPC does not carry organization_id or the error history). */
+function fromPbJob(j: Pb): Job<never> {
+  return {
+    id: String(j.id),
+    organization_id: '',
+    queue_name: String(j.queueName),
+    status: String(j.status) as JobStatus,
+    payload: fromStruct(j.payload as { fields?: Record<string, PbValue> }) as never,
+    result: fromValue(j.result as PbValue) as never,
+    priority: Number(j.priority ?? 0),
+    retry_count: Number(j.retryCount ?? 0),
+    max_retries: Number(j.maxRetries ?? 0),
+    last_error: orNull(j.lastError),
+    errors: [],
+    tags: (j.tags as Record<string, string>) ?? {},
+    idempotency_key: orNull(j.idempotencyKey),
+    timeout_seconds: Number(j.timeoutSeconds ?? 0),
+    assigned_worker_id: orNull(j.workerId),
+    lease_id: orNull(j.leaseId),
+    workflow_id: orNull(j.workflowId),
+    dependencies_met: true,
+    completion_webhook: orNull(j.completionWebhook),
+    scheduled_at: orNull(j.scheduledAt),
+    created_at: String(j.createdAt ?? ''),
+    started_at: orNull(j.startedAt),
+    completed_at: orNull(j.completedAt),
+    updated_at: String(j.updatedAt ?? ''),
+    lease_expires_at: orNull(j.leaseExpiresAt),
+  };
+}

@@ -1,0 +1,288 @@
+// The one place requests are sent: credentials, JSON, timeouts, error mapping and automatic retries.
+//
+// Retry policy. A request is retried only when sending it twice cannot do something twice:
+// - it is idempotent: GET, PUT, DELETE; a POST the caller marks so (an enqueue with an idempotency key;
+//   complete / fail / heartbeat, which are fenced by the lease; pause / resume; trigger is not);
+// - and the failure is transient: no answer at all (connection refused or reset, timeout), 429 RATE_LIMITED,
+//   502, 503 or 504.
+// Waits grow exponentially from `baseDelayMs` with full jitter (so many clients refused at once do not come
+// back at once), capped by `maxDelayMs`; a `Retry-After` is honoured as a floor (plus up to 10% jitter). A
+// Retry-After longer than `maxRetryAfterMs` is not waited for: the error is thrown so the caller can decide.
+// QUOTA_EXCEEDED is never retried: it is a plan limit, not a moment's congestion.
+import { ConnectionError, errorFromResponse, SluiceError, UnknownApiError } from './errors.js';
+
+export interface RetryOptions {
+  /** Retries after the first attempt (default 4; 0 disables retrying). */
+  retries?: number;
+  /** First backoff, before jitter (default 250 ms). */
+  baseDelayMs?: number;
+  /** Largest backoff (default 10 s). */
+  maxDelayMs?: number;
+  /** Largest Retry-After the client waits for (default 60 s). */
+  maxRetryAfterMs?: number;
+}
+
+export interface RetryEvent {
+  method: string;
+  path: string;
+  /** 1 for the first retry. */
+  attempt: number;
+  delayMs: number;
+  error: SluiceError;
+}
+
+export interface HttpOptions {
+  url: string;
+  apiKey?: string | undefined;
+  adminKey?: string | undefined;
+  timeoutMs?: number;
+  retry?: RetryOptions;
+  fetch?: typeof fetch;
+  headers?: Record<string, string>;
+  userAgent?: string;
+  onRetry?: (e: RetryEvent) => void;
+}
+
+export type Query = Record<string, string | number | boolean | readonly (string | number)[] | null | undefined>;
+
+export interface RequestSpec {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  path: string;
+  query?: Query;
+  body?: unknown;
+  /** Safe to send again (see the policy above). Defaults to true for GET, PUT and DELETE, false for POST. */
+  idempotent?: boolean;
+  /** Which credential: the API key (default), the admin key, or none. */
+  auth?: 'key' | 'admin' | 'none';
+  headers?: Record<string, string>;
+  signal?: AbortSignal | undefined;
+  /** Per-attempt timeout; defaults to the client's. */
+  timeoutMs?: number;
+}
+
+export interface RawResponse<T> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+const DEFAULTS = { retries: 4, baseDelayMs: 250, maxDelayMs: 10_000, maxRetryAfterMs: 60_000 };
+const RETRY_STATUSES = new Set([502, 503, 504]);
+
+export class HttpCore {
+  readonly baseUrl: string;
+  readonly apiKey: string | undefined;
+  readonly adminKey: string | undefined;
+  readonly timeoutMs: number;
+  private readonly retry: Required<RetryOptions>;
+  private readonly fetchImpl: typeof fetch;
+  private readonly extraHeaders: Record<string, string>;
+  private readonly onRetry: ((e: RetryEvent) => void) | undefined;
+
+  constructor(opts: HttpOptions) {
+    let base: URL | null = null;
+    try {
+      base = new URL(opts.url);
+    } catch {
+      /* reported below */
+    }
+    if (!base || (base.protocol !== 'http:' && base.protocol !== 'https:')) {
+      throw new TypeError(`Sluice: url must be an absolute http(s) URL such as http://localhost:8080, got ${JSON.stringify(opts.url)}`);
+    }
+    this.baseUrl = base.toString().replace(/\/+$/, '');
+    this.apiKey = opts.apiKey || undefined;
+    this.adminKey = opts.adminKey || undefined;
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+    const r = { ...DEFAULTS, ...dropUndefined(opts.retry ?? {}) };
+    for (const [k, v] of Object.entries(r)) {
+      if (!Number.isFinite(v) || v < 0) throw new RangeError(`Sluice: retry.${k} must be a non-negative number`);
+    }
+    this.retry = r;
+    this.fetchImpl = opts.fetch ?? globalThis.fetch;
+    this.extraHeaders = { 'user-agent': opts.userAgent ?? 'sluice-client-ts/0.1', ...(opts.headers ?? {}) };
+    this.onRetry = opts.onRetry;
+  }
+
+  /** Sends the request (retrying as the policy allows) and returns the parsed JSON body, or throws a SluiceError. */
+  async request<T>(spec: RequestSpec): Promise<RawResponse<T>> {
+    const idempotent = spec.idempotent ?? spec.method !== 'POST';
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.once<T>(spec);
+      } catch (err) {
+        if (!(err instanceof SluiceError)) throw err;
+        const delay = idempotent && attempt < this.retry.retries ? this.retryDelay(err, attempt) : null;
+        if (delay === null) throw err;
+        this.onRetry?.({ method: spec.method, path: spec.path, attempt: attempt + 1, delayMs: delay, error: err });
+        await sleep(delay, spec.signal);
+      }
+    }
+  }
+
+  /** One attempt, returning the response unparsed (streams: SSE). Non-2xx answers throw. */
+  async open(spec: RequestSpec): Promise<Response> {
+    const { res } = await this.send(spec, false);
+    return res;
+  }
+
+  /** Milliseconds to wait before retrying after `err`, or null when it must not be retried. */
+  private retryDelay(err: SluiceError, attempt: number): number | null {
+    const transient =
+      err instanceof ConnectionError ||
+      err.code === 'RATE_LIMITED' ||
+      err.code === 'UNAVAILABLE' ||
+      (err instanceof UnknownApiError && (RETRY_STATUSES.has(err.status) || (err.status === 429 && err.retryAfter !== null)));
+    if (!transient) return null;
+    const backoff = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** attempt);
+    const jittered = Math.random() * backoff;
+    if (err.retryAfter !== null) {
+      const floor = err.retryAfter * 1000;
+      if (floor > this.retry.maxRetryAfterMs) return null;
+      return floor + Math.random() * Math.max(100, floor * 0.1);
+    }
+    return jittered;
+  }
+
+  private async once<T>(spec: RequestSpec): Promise<RawResponse<T>> {
+    const { res, abandon } = await this.send(spec, true);
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (err) {
+      throw this.connectionError(spec, err, abandon());
+    } finally {
+      abandon();
+    }
+    let body: unknown = undefined;
+    if (text.length > 0) {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new UnknownApiError({ status: res.status, code: `HTTP_${res.status}`, message: `${spec.method} ${spec.path}: the answer is not JSON`, method: spec.method, path: spec.path });
+      }
+    }
+    return { status: res.status, headers: res.headers, body: body as T };
+  }
+
+  /**
+   * Sends one attempt; throws the mapped error for a non-2xx answer. `abandon` clears the timeout and unlinks the
+   * caller's signal (returns whether the timeout fired). Without `timeBody` (a stream) only the timeout ends with
+   * the headers: the caller's signal must still be able to close the connection while the body is read.
+   */
+  private async send(spec: RequestSpec, timeBody: boolean): Promise<{ res: Response; abandon: () => boolean }> {
+    if (spec.signal?.aborted) throw spec.signal.reason ?? new DOMException('The operation was aborted', 'AbortError');
+    const ctl = new AbortController();
+    let timedOut = false;
+    const timeoutMs = spec.timeoutMs ?? this.timeoutMs;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ctl.abort(new DOMException('timed out', 'TimeoutError'));
+    }, timeoutMs);
+    const onAbort = () => ctl.abort(spec.signal!.reason);
+    spec.signal?.addEventListener('abort', onAbort, { once: true });
+    const abandon = () => {
+      clearTimeout(timer);
+      spec.signal?.removeEventListener('abort', onAbort);
+      return timedOut;
+    };
+    let res: Response;
+    let headers: Record<string, string>;
+    try {
+      headers = this.headersOf(spec);
+    } catch (err) {
+      abandon();
+      throw err;
+    }
+    try {
+      res = await this.fetchImpl(this.urlOf(spec), {
+        method: spec.method,
+        headers,
+        body: spec.body === undefined ? undefined : JSON.stringify(spec.body),
+        signal: ctl.signal,
+      });
+    } catch (err) {
+      abandon();
+      if (spec.signal?.aborted) throw spec.signal.reason ?? err;
+      throw this.connectionError(spec, err, timedOut);
+    }
+    if (!timeBody) clearTimeout(timer);
+    if (res.status >= 400) {
+      const text = await res.text().catch(() => '');
+      abandon();
+      let body: unknown = text;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        /* not JSON: a proxy's page; keep the text for the message */
+      }
+      throw errorFromResponse(res.status, body, res.headers.get('retry-after'), spec.method, spec.path);
+    }
+    return { res, abandon };
+  }
+
+  private connectionError(spec: RequestSpec, err: unknown, timedOut: boolean): ConnectionError {
+    const reason = timedOut
+      ? `timed out after ${spec.timeoutMs ?? this.timeoutMs} ms`
+      : describeCause(err);
+    return new ConnectionError(`${spec.method} ${this.baseUrl}${spec.path}: ${reason}`, { cause: err, method: spec.method, path: spec.path, timedOut });
+  }
+
+  urlOf(spec: Pick<RequestSpec, 'path' | 'query'>): string {
+    const u = new URL(this.baseUrl + spec.path);
+    for (const [k, v] of Object.entries(spec.query ?? {})) {
+      if (v === undefined || v === null) continue;
+      if (Array.isArray(v)) for (const item of v) u.searchParams.append(k, String(item));
+      else u.searchParams.set(k, String(v));
+    }
+    return u.toString();
+  }
+
+  private headersOf(spec: RequestSpec): Record<string, string> {
+    const h: Record<string, string> = { accept: 'application/json', ...this.extraHeaders, ...(spec.headers ?? {}) };
+    if (spec.body !== undefined) h['content-type'] = 'application/json';
+    const auth = spec.auth ?? 'key';
+    if (auth === 'key') {
+      if (!this.apiKey) throw new TypeError('Sluice: this call needs an API key (or access token): pass apiKey to the client');
+      h.authorization = `Bearer ${this.apiKey}`;
+    } else if (auth === 'admin') {
+      if (!this.adminKey) throw new TypeError('Sluice: admin calls need the admin key: pass adminKey to the client');
+      h['x-admin-key'] = this.adminKey;
+    }
+    return h;
+  }
+}
+
+/** fetch says only "fetch failed": the reason (ECONNREFUSED…) is in its cause, or in the cause's errors. */
+function describeCause(err: unknown): string {
+  type Cause = { code?: string; message?: string; errors?: Cause[] };
+  let cause = (err as { cause?: Cause })?.cause;
+  if (cause && !cause.code && Array.isArray(cause.errors) && cause.errors[0]) cause = cause.errors[0];
+  if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
+  if (cause?.message) return cause.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+function dropUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** Resolves after `ms`, or rejects with the signal's reason when it aborts first. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Exponential backoff with full jitter: up to 0.25 s, 0.5 s, 1 s… capped at 10 s. */
+export function backoff(attempt: number): number {
+  return Math.random() * Math.min(10_000, 250 * 2 ** Math.min(attempt, 10));
+}

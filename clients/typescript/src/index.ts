@@ -1,0 +1,51 @@
+// @sluice/client: the REST client, the worker runner, the SSE helper and the error classes.
+export { SluiceClient, normalizeWorker } from './client.js';
+export type {
+  ClientOptions,
+  CallOptions,
+  Jobs,
+  Dlq,
+  Queues,
+  Workers,
+  Schedules,
+  Workflows,
+  OutgoingWebhooks,
+  ApiKeys,
+  Auth,
+  Organizations,
+  Admin,
+  Events,
+  Health,
+} from './client.js';
+export { Worker, UnrecoverableError, LeaseLostError, JobTimeoutError, WorkerShutdownError, errorMessage } from './worker.js';
+export type { Handler, JobContext, WorkerOptions, WorkerEvents } from './worker.js';
+export { Paginator } from './pagination.js';
+export type { Page } from './pagination.js';
+export { EventStream, SseParser } from './sse.js';
+export type { EventStreamOptions, EventFilterOptions } from './sse.js';
+export type { RetryOptions, RetryEvent } from './http.js';
+export {
+  SluiceError,
+  UnauthorizedError,
+  ForbiddenError,
+  NotFoundError,
+  MethodNotAllowedError,
+  ConflictError,
+  LeaseExpiredError,
+  UpgradeRequiredError,
+  PayloadTooLargeError,
+  ValidationError,
+  QuotaExceededError,
+  TooManyStreamsError,
+  RateLimitedError,
+  InternalError,
+  UnavailableError,
+  UnknownApiError,
+  ConnectionError,
+  ERROR_CLASSES,
+  errorFromResponse,
+  parseRetryAfter,
+} from './errors.js';
+export type { ErrorBody, ErrorCode, FieldProblem } from './errors.js';
+export { verifySignature, signPayload } from './signature.js';
+export type * from './types.js';

@@ -1,0 +1,698 @@
+// The worker runner: claims jobs of one queue and runs a handler on each, at most `concurrency` at a time.
+//
+// Lifecycle: starting (register the worker) → running (claim, run, report; heartbeat the worker) → closing
+// (stop claiming at once, let handlers finish within `shutdownGraceMs`, give back what is left, deregister)
+// → closed.
+//
+// Per job: the handler gets the job and a context whose `signal` aborts when the lease is lost (a renewal
+// answered 409/404: the job is someone else's now), when the job's `timeout_seconds` passes, or when a
+// shutdown runs out of grace. While the handler runs, the lease is renewed every third of its length, so a
+// handler may run far longer than the lease. The outcome is reported once: complete with the return value,
+// or fail with the thrown error's message (`UnrecoverableError`: `retryable: false`, dead-lettered at once).
+// A job whose lease was lost is not reported: the service would refuse it, and another worker may hold it.
+//
+// Claims are sized to the free slots (`limit` = concurrency − running, at most 100) and long-poll
+// (`wait_ms`), so an idle worker makes one request per `pollWaitMs` and a busy one none at all.
+import { randomUUID } from 'node:crypto';
+import { hostname as osHostname } from 'node:os';
+import type { SluiceClient } from './client.js';
+import { TypedEmitter } from './emitter.js';
+import { LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
+import { backoff, sleep } from './http.js';
+import type { Job, JsonObject } from './types.js';
+
+/** Throw it from a handler to dead-letter the job at once, without the retries left. */
+export class UnrecoverableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'UnrecoverableError';
+  }
+}
+
+/** The reason of a job's signal when its lease was lost. */
+export class LeaseLostError extends Error {
+  constructor(
+    readonly jobId: string,
+    cause?: unknown,
+  ) {
+    super(`the lease of job ${jobId} was lost`, { cause });
+    this.name = 'LeaseLostError';
+  }
+}
+
+/** The reason of a job's signal when its `timeout_seconds` passed. */
+export class JobTimeoutError extends Error {
+  constructor(
+    readonly jobId: string,
+    readonly timeoutSeconds: number,
+  ) {
+    super(`job ${jobId} timed out after ${timeoutSeconds} s`);
+    this.name = 'JobTimeoutError';
+  }
+}
+
+/** The reason of a job's signal when the worker shut down before the handler finished. */
+export class WorkerShutdownError extends Error {
+  constructor(readonly jobId: string) {
+    super(`the worker shut down before job ${jobId} finished`);
+    this.name = 'WorkerShutdownError';
+  }
+}
+
+export interface JobContext {
+  /** Aborts when the lease is lost, the job times out, or the worker's shutdown grace ends. */
+  signal: AbortSignal;
+  workerId: string;
+  /** 1 for the first attempt. */
+  attempt: number;
+  /** Renews the lease now (the worker also does it on its own). */
+  heartbeat(): Promise<void>;
+}
+
+export type Handler<P = JsonObject, R = unknown> = (job: Job<P>, ctx: JobContext) => Promise<R> | R;
+
+export interface WorkerOptions {
+  /** Handlers running at once (1…1000, default 1). */
+  concurrency?: number;
+  /** Lease asked for at each claim and renewal, 5…3600 s (default: the queue's, else the job's timeout_seconds). */
+  leaseSeconds?: number;
+  /** Long-poll wait of a claim, 0…30000 ms (default 30000). */
+  pollWaitMs?: number;
+  /** Renewal period of a running job's lease (default: a third of the lease). */
+  heartbeatIntervalMs?: number;
+  /** Worker heartbeat period (default: what the service advises, else 30 s). */
+  workerHeartbeatMs?: number;
+  /** How long close() lets running handlers finish (default 30 s). */
+  shutdownGraceMs?: number;
+  /** A stable id: after a restart it re-registers into the same slot. Default: a random UUID per Worker. */
+  workerId?: string;
+  hostname?: string;
+  metadata?: JsonObject;
+  /** Close on SIGTERM and SIGINT (a second signal skips the grace period). Default false. */
+  handleSignals?: boolean;
+  /** With handleSignals: exit the process once closed (default true). */
+  exitOnSignal?: boolean;
+  /** Start at once (default true); otherwise call start(). */
+  autostart?: boolean;
+  /** `grpc`: claims and reports over QueueService.ProcessJobs (needs @grpc/grpc-js and @grpc/proto-loader). */
+  transport?: 'http' | 'grpc';
+  grpc?: {
+    /** host:port of the gRPC API (default: the REST host, port 50051). */
+    address?: string;
+    /** TLS (default: when the REST URL is https). */
+    tls?: boolean;
+  };
+}
+
+export interface WorkerEvents<P, R> {
+  /** Registered; claiming starts. */
+  ready: [workerId: string];
+  /** A handler started. */
+  active: [job: Job<P>];
+  completed: [job: Job<P>, result: R];
+  /** The job failed and was reported: `status` is `scheduled` (will retry) or `deadletter`. */
+  failed: [job: Job<P>, error: unknown, status: string | null];
+  /** The lease was lost; the job's outcome was not reported. */
+  leaseLost: [job: Job<P>, error: unknown];
+  /** Something went wrong around the jobs (a claim, a report, a heartbeat). The worker carries on. */
+  error: [error: unknown, context: string];
+  closed: [];
+}
+
+/** How jobs come in and outcomes go out: HTTP long polls, or a gRPC stream. */
+export interface Transport {
+  /** Start delivering jobs through `host.dispatch`, never more than `host.free()` at once. */
+  start(): void;
+  /** A slot became free. */
+  wake(): void;
+  /** Stop claiming now; resolves once no claim in flight can deliver more jobs. */
+  stopClaiming(): Promise<void>;
+  complete(job: Job<never>, result: unknown): Promise<void>;
+  /** The status the job went to (`scheduled` or `deadletter`), when known. */
+  fail(job: Job<never>, error: string, retryable: boolean): Promise<string | null>;
+  /** Renews the lease; LeaseExpiredError / NotFoundError when it is gone. */
+  renew(job: Job<never>, leaseSeconds: number | undefined): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface TransportHost {
+  readonly client: SluiceClient;
+  readonly queue: string;
+  readonly workerId: string;
+  readonly leaseSeconds: number | undefined;
+  readonly pollWaitMs: number;
+  readonly grpc: WorkerOptions['grpc'];
+  readonly stopping: boolean;
+  free(): number;
+  dispatch(job: Job<never>): void;
+  reportError(err: unknown, context: string): void;
+}
+
+interface Running {
+  job: Job<never>;
+  ctl: AbortController;
+  lost: boolean;
+  timedOut: boolean;
+  /** Given back at shutdown: nothing more is reported. */
+  abandoned: boolean;
+  renewTimer?: NodeJS.Timeout;
+  deadline?: NodeJS.Timeout;
+  renewing: Promise<void> | null;
+}
+
+const MAX_ERROR_CHARS = 10_000;
+
+function int(name: string, v: number | undefined, min: number, max: number, dflt: number): number;
+function int(name: string, v: number | undefined, min: number, max: number, dflt: undefined): number | undefined;
+function int(name: string, v: number | undefined, min: number, max: number, dflt: number | undefined): number | undefined {
+  if (v === undefined) return dflt;
+  if (!Number.isInteger(v) || v < min || v > max) throw new RangeError(`Worker: ${name} must be an integer from ${min} to ${max}, got ${v}`);
+  return v;
+}
+
+export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEvents<P, R>> implements TransportHost {
+  readonly client: SluiceClient;
+  readonly queue: string;
+  readonly concurrency: number;
+  readonly leaseSeconds: number | undefined;
+  readonly pollWaitMs: number;
+  readonly grpc: WorkerOptions['grpc'];
+  /** Resolves with the worker id once registered (rejects if registration fails for good). */
+  readonly ready: Promise<string>;
+  /** Resolves once closed. */
+  readonly closed: Promise<void>;
+
+  private readonly handler: Handler<P, R>;
+  private readonly opts: WorkerOptions;
+  private readonly running = new Map<string, Running>();
+  private id: string;
+  private transport: Transport | null = null;
+  private state: 'idle' | 'starting' | 'running' | 'closing' | 'closed' = 'idle';
+  private startPromise: Promise<void> | null = null;
+  private closePromise: Promise<void> | null = null;
+  private resolveReady!: (id: string) => void;
+  private rejectReady!: (err: unknown) => void;
+  private resolveClosed!: () => void;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private beating = false;
+  private registered = false;
+  private readonly stopCtl = new AbortController();
+  /** Fires when the shutdown grace must end now (a second signal). */
+  private readonly hurryCtl = new AbortController();
+  private drained: (() => void) | null = null;
+  private signalHandler: ((sig: NodeJS.Signals) => void) | null = null;
+  private processedCount = 0;
+
+  constructor(client: SluiceClient, queue: string, handler: Handler<P, R>, opts: WorkerOptions = {}) {
+    super();
+    if (!client || typeof client !== 'object' || !('jobs' in client)) throw new TypeError('Worker: the first argument must be a SluiceClient');
+    if (typeof queue !== 'string' || !/^[A-Za-z0-9_][A-Za-z0-9._-]{0,99}$/.test(queue)) {
+      throw new TypeError(`Worker: ${JSON.stringify(queue)} is not a queue name (1–100 of A-Z a-z 0-9 . _ -, not starting with . or -)`);
+    }
+    if (typeof handler !== 'function') throw new TypeError('Worker: the handler must be a function');
+    if (opts.workerId !== undefined && !/^[A-Za-z0-9._-]{1,128}$/.test(opts.workerId)) {
+      throw new TypeError('Worker: workerId must be 1–128 of A-Z a-z 0-9 . _ -');
+    }
+    if (opts.transport !== undefined && opts.transport !== 'http' && opts.transport !== 'grpc') {
+      throw new TypeError(`Worker: transport must be 'http' or 'grpc', got ${JSON.stringify(opts.transport)}`);
+    }
+    this.client = client;
+    this.queue = queue;
+    this.handler = handler;
+    this.opts = opts;
+    this.concurrency = int('concurrency', opts.concurrency, 1, 1000, 1);
+    this.leaseSeconds = int('leaseSeconds', opts.leaseSeconds, 5, 3600, undefined);
+    this.pollWaitMs = int('pollWaitMs', opts.pollWaitMs, 0, 30_000, 30_000);
+    int('heartbeatIntervalMs', opts.heartbeatIntervalMs, 50, 3_600_000, undefined);
+    int('workerHeartbeatMs', opts.workerHeartbeatMs, 50, 3_600_000, undefined);
+    int('shutdownGraceMs', opts.shutdownGraceMs, 0, 86_400_000, undefined);
+    if (this.leaseSeconds !== undefined && opts.heartbeatIntervalMs !== undefined && opts.heartbeatIntervalMs >= this.leaseSeconds * 1000) {
+      throw new RangeError('Worker: heartbeatIntervalMs must be shorter than the lease');
+    }
+    this.grpc = opts.grpc;
+    // Minted here rather than by the service, so that a registration whose answer was lost can be sent again
+    // without taking a second slot (a registration with an id is an upsert).
+    this.id = opts.workerId ?? randomUUID();
+    this.ready = new Promise<string>((resolve, reject) => {
+      this.resolveReady = resolve;
+      this.rejectReady = reject;
+    });
+    // Nobody may be awaiting it: a failed registration is also emitted as 'error'.
+    this.ready.catch(() => {});
+    this.closed = new Promise<void>((resolve) => (this.resolveClosed = resolve));
+    if (opts.handleSignals) this.installSignals();
+    if (opts.autostart ?? true) queueMicrotask(() => void this.start().catch(() => {}));
+  }
+
+  /** The worker id (throws before the worker is registered). */
+  get workerId(): string {
+    if (!this.registered && this.state !== 'closed') throw new Error('Worker: not registered yet (await worker.ready)');
+    return this.id;
+  }
+
+  get stopping(): boolean {
+    return this.state === 'closing' || this.state === 'closed';
+  }
+
+  /** Handlers running now. */
+  get active(): number {
+    return this.running.size;
+  }
+
+  /** Jobs handled since start (reported or not). */
+  get processed(): number {
+    return this.processedCount;
+  }
+
+  free(): number {
+    return this.stopping ? 0 : this.concurrency - this.running.size;
+  }
+
+  /** Registers and starts claiming. Called by the constructor unless `autostart: false`. */
+  start(): Promise<void> {
+    this.startPromise ??= this.run();
+    return this.startPromise;
+  }
+
+  private async run(): Promise<void> {
+    if (this.state !== 'idle') return;
+    this.state = 'starting';
+    let step = 'register';
+    try {
+      await this.register();
+      if (this.stopping) return;
+      step = 'transport';
+      this.transport = this.opts.transport === 'grpc' ? await this.grpcTransport() : new HttpTransport(this);
+    } catch (err) {
+      this.rejectReady(err);
+      if (!this.stopping) {
+        this.emit('error', err, step);
+        void this.close();
+      }
+      throw err;
+    }
+    if (this.stopping) return;
+    this.state = 'running';
+    this.resolveReady(this.id);
+    this.emit('ready', this.id);
+    this.transport.start();
+  }
+
+  private async grpcTransport(): Promise<Transport> {
+    const { GrpcTransport } = await import('./grpc.js');
+    return GrpcTransport.create(this);
+  }
+
+  /** Registers (or re-registers under the same id), retrying transient failures until closed. */
+  private async register(): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const rec = await this.client.workers.register(
+          {
+            worker_id: this.id,
+            queue_name: this.queue,
+            hostname: (this.opts.hostname ?? osHostname()).slice(0, 255) || null,
+            max_concurrency: this.concurrency,
+            ...(this.opts.metadata !== undefined ? { metadata: this.opts.metadata } : {}),
+          },
+          { signal: this.stopCtl.signal },
+        );
+        this.id = rec.id;
+        this.registered = true;
+        this.scheduleHeartbeat(rec.heartbeat_interval_secs);
+        return;
+      } catch (err) {
+        if (this.stopping) throw err;
+        if (!(err instanceof SluiceError) || !err.retryable) throw err;
+        this.emit('error', err, 'register');
+        await sleep(err.retryAfter !== null ? err.retryAfter * 1000 : backoff(attempt), this.stopCtl.signal).catch(() => {});
+      }
+    }
+  }
+
+  private scheduleHeartbeat(advisedSecs: number | undefined): void {
+    const every = this.opts.workerHeartbeatMs ?? (typeof advisedSecs === 'number' && advisedSecs > 0 ? advisedSecs * 1000 : 30_000);
+    clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = setInterval(() => void this.beat(), every);
+    this.heartbeatTimer.unref();
+  }
+
+  private async beat(): Promise<void> {
+    // One at a time: a slow heartbeat (or a re-registration) must not pile up behind the interval.
+    if (this.stopping || this.beating) return;
+    this.beating = true;
+    try {
+      await this.beatOnce();
+    } finally {
+      this.beating = false;
+    }
+  }
+
+  private async beatOnce(): Promise<void> {
+    try {
+      await this.client.workers.heartbeat(this.id, { signal: this.stopCtl.signal });
+    } catch (err) {
+      if (this.stopping) return;
+      if (err instanceof NotFoundError) {
+        // Reaped (a long pause) or deregistered by someone: take the same id again.
+        try {
+          await this.register();
+        } catch (e) {
+          if (!this.stopping) this.emit('error', e, 'register');
+        }
+        return;
+      }
+      this.emit('error', err, 'worker heartbeat');
+    }
+  }
+
+  reportError(err: unknown, context: string): void {
+    if (!this.stopping || !isAbort(err)) this.emit('error', err, context);
+  }
+
+  /** A claimed job: run it in a free slot. */
+  dispatch(job: Job<never>): void {
+    const r: Running = { job, ctl: new AbortController(), lost: false, timedOut: false, abandoned: false, renewing: null };
+    this.running.set(job.id, r);
+    void this.process(r).finally(() => {
+      this.running.delete(job.id);
+      this.processedCount++;
+      if (this.running.size === 0) this.drained?.();
+      this.transport?.wake();
+    });
+  }
+
+  private leaseMsOf(job: Job<never>): number {
+    if (this.leaseSeconds !== undefined) return this.leaseSeconds * 1000;
+    // Both times are the service's, so the clocks of the two machines do not matter.
+    const exp = job.lease_expires_at ? Date.parse(job.lease_expires_at) : NaN;
+    const start = job.started_at ? Date.parse(job.started_at) : NaN;
+    if (Number.isFinite(exp) && Number.isFinite(start) && exp > start) return exp - start;
+    return (job.timeout_seconds || 300) * 1000;
+  }
+
+  private async process(r: Running): Promise<void> {
+    const { job } = r;
+    const leaseMs = this.leaseMsOf(job);
+    const every = this.opts.heartbeatIntervalMs ?? leaseMs / 3;
+    const renew = async (): Promise<void> => {
+      if (r.lost || r.timedOut || r.abandoned) return;
+      try {
+        await this.transport!.renew(job, this.leaseSeconds);
+      } catch (err) {
+        if (err instanceof LeaseExpiredError || err instanceof NotFoundError) {
+          if (!r.lost) {
+            r.lost = true;
+            clearTimeout(r.renewTimer);
+            r.ctl.abort(new LeaseLostError(job.id, err));
+            this.emit('leaseLost', job as Job<P>, err);
+          }
+          return;
+        }
+        this.emit('error', err, `lease renewal of job ${job.id}`);
+      }
+    };
+    const tick = () => {
+      r.renewTimer = setTimeout(async () => {
+        r.renewing = renew();
+        await r.renewing;
+        r.renewing = null;
+        if (!r.lost && !r.timedOut && !r.abandoned && this.running.has(job.id)) tick();
+      }, every);
+    };
+    tick();
+    if (job.timeout_seconds > 0) {
+      r.deadline = setTimeout(() => {
+        r.timedOut = true;
+        clearTimeout(r.renewTimer);
+        r.ctl.abort(new JobTimeoutError(job.id, job.timeout_seconds));
+      }, job.timeout_seconds * 1000);
+    }
+    const ctx: JobContext = {
+      signal: r.ctl.signal,
+      workerId: this.id,
+      attempt: (job.retry_count ?? 0) + 1,
+      heartbeat: async () => {
+        if (r.lost) throw new LeaseLostError(job.id);
+        await renew();
+        if (r.lost) throw new LeaseLostError(job.id);
+      },
+    };
+    this.emit('active', job as Job<P>);
+    let outcome: { ok: true; value: R } | { ok: false; error: unknown };
+    try {
+      outcome = { ok: true, value: await this.handler(job as Job<P>, ctx) };
+    } catch (error) {
+      outcome = { ok: false, error };
+    } finally {
+      clearTimeout(r.renewTimer);
+      clearTimeout(r.deadline);
+    }
+    // A renewal in flight decides whether the lease is still ours.
+    if (r.renewing) await r.renewing;
+    if (r.abandoned) return;
+    if (r.lost) return;
+    await this.report(r, outcome);
+  }
+
+  private async report(r: Running, outcome: { ok: true; value: R } | { ok: false; error: unknown }): Promise<void> {
+    const job = r.job as Job<P>;
+    try {
+      if (r.timedOut) {
+        const err = new JobTimeoutError(job.id, job.timeout_seconds);
+        const status = await this.transport!.fail(r.job, err.message, true);
+        this.emit('failed', job, err, status);
+      } else if (outcome.ok) {
+        let result: unknown = outcome.value === undefined ? null : outcome.value;
+        try {
+          JSON.stringify(result);
+        } catch (e) {
+          const err = new Error(`the handler's result is not JSON: ${(e as Error).message}`);
+          const status = await this.transport!.fail(r.job, err.message, true);
+          this.emit('failed', job, err, status);
+          return;
+        }
+        await this.transport!.complete(r.job, result);
+        this.emit('completed', job, outcome.value);
+      } else {
+        const retryable = !(outcome.error instanceof UnrecoverableError);
+        const status = await this.transport!.fail(r.job, errorMessage(outcome.error), retryable);
+        this.emit('failed', job, outcome.error, status);
+      }
+    } catch (err) {
+      if (err instanceof LeaseExpiredError || err instanceof NotFoundError) this.emit('leaseLost', job, err);
+      else this.emit('error', err, `report of job ${job.id}`);
+    }
+  }
+
+  /**
+   * Stops claiming at once, lets running handlers finish within `graceMs` (default `shutdownGraceMs`), gives
+   * back the jobs still running after that (failed as retryable, their signals aborted), then deregisters.
+   */
+  close(opts: { graceMs?: number } = {}): Promise<void> {
+    this.closePromise ??= this.shutdown(opts.graceMs ?? this.opts.shutdownGraceMs ?? 30_000);
+    return this.closePromise;
+  }
+
+  private async shutdown(graceMs: number): Promise<void> {
+    const wasStarting = this.state === 'starting' || this.state === 'idle';
+    this.state = 'closing';
+    if (wasStarting) this.stopCtl.abort();
+    try {
+      if (this.startPromise) await this.startPromise.catch(() => {});
+      await this.transport?.stopClaiming();
+      if (this.running.size > 0) {
+        const drained = new Promise<void>((resolve) => (this.drained = resolve));
+        const grace = sleep(graceMs, this.hurryCtl.signal).catch(() => {});
+        await Promise.race([drained, grace]);
+      }
+      await this.abandonRunning();
+      await this.transport?.close();
+    } catch (err) {
+      this.emit('error', err, 'close');
+    } finally {
+      this.stopCtl.abort();
+      clearInterval(this.heartbeatTimer);
+      if (this.registered) {
+        await this.client.workers.deregister(this.id).catch((err) => {
+          if (!(err instanceof NotFoundError)) this.emit('error', err, 'deregister');
+        });
+        this.registered = false;
+      }
+      this.removeSignals();
+      this.state = 'closed';
+      this.rejectReady(new Error('Worker: closed before it was ready'));
+      this.resolveClosed();
+      this.emit('closed');
+    }
+  }
+
+  /** Jobs still running after the grace: signal them, and hand them back so they are retried soon. */
+  private async abandonRunning(): Promise<void> {
+    const left = [...this.running.values()];
+    await Promise.all(
+      left.map(async (r) => {
+        r.abandoned = true;
+        clearTimeout(r.renewTimer);
+        clearTimeout(r.deadline);
+        r.ctl.abort(new WorkerShutdownError(r.job.id));
+        if (r.lost) return;
+        try {
+          const status = await this.transport!.fail(r.job, new WorkerShutdownError(r.job.id).message, true);
+          this.emit('failed', r.job as Job<P>, new WorkerShutdownError(r.job.id), status);
+        } catch (err) {
+          if (!(err instanceof LeaseExpiredError || err instanceof NotFoundError)) this.emit('error', err, `give back job ${r.job.id}`);
+        }
+      }),
+    );
+  }
+
+  private installSignals(): void {
+    const handler = (sig: NodeJS.Signals) => {
+      if (this.stopping) {
+        // A second signal: no more grace.
+        this.hurryCtl.abort();
+        return;
+      }
+      this.close().then(
+        () => {
+          if (this.opts.exitOnSignal ?? true) process.exit(sig === 'SIGINT' ? 130 : 0);
+        },
+        () => process.exit(1),
+      );
+    };
+    this.signalHandler = handler;
+    process.on('SIGTERM', handler);
+    process.on('SIGINT', handler);
+  }
+
+  private removeSignals(): void {
+    if (!this.signalHandler) return;
+    process.off('SIGTERM', this.signalHandler);
+    process.off('SIGINT', this.signalHandler);
+    this.signalHandler = null;
+  }
+}
+
+/** The REST transport: long-poll claims sized to the free slots; reports and renewals as requests. */
+class HttpTransport implements Transport {
+  private loop: Promise<void> | null = null;
+  private claim: { ctl: AbortController; answered: boolean } | null = null;
+  private wakeUp: (() => void) | null = null;
+  private readonly idle = new AbortController();
+
+  constructor(private readonly host: TransportHost) {}
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  wake(): void {
+    this.wakeUp?.();
+  }
+
+  async stopClaiming(): Promise<void> {
+    this.idle.abort();
+    this.wakeUp?.();
+    // Leaving a long poll before it answers makes the service put back what it had claimed for it. Once the
+    // answer is on its way the jobs are ours: they are taken and run.
+    if (this.claim && !this.claim.answered) this.claim.ctl.abort(new Error('closing'));
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    const h = this.host;
+    let failures = 0;
+    while (!h.stopping) {
+      const free = Math.min(h.free(), 100);
+      if (free <= 0) {
+        await new Promise<void>((resolve) => (this.wakeUp = resolve));
+        this.wakeUp = null;
+        continue;
+      }
+      const started = Date.now();
+      let jobs: Job<never>[];
+      try {
+        jobs = await this.claimOnce(free);
+        failures = 0;
+      } catch (err) {
+        if (h.stopping) break;
+        h.reportError(err, 'claim');
+        const wait = err instanceof SluiceError && err.retryAfter !== null ? err.retryAfter * 1000 : backoff(failures++);
+        await sleep(wait, this.idle.signal).catch(() => {});
+        continue;
+      }
+      for (const job of jobs) h.dispatch(job);
+      // An empty answer well before the wait was up (a paused queue, or pollWaitMs 0): pause instead of spinning.
+      if (jobs.length === 0 && Date.now() - started < Math.max(h.pollWaitMs / 2, 1)) {
+        await sleep(Math.min(1000, Math.max(250, h.pollWaitMs)), this.idle.signal).catch(() => {});
+      }
+    }
+  }
+
+  private async claimOnce(limit: number): Promise<Job<never>[]> {
+    const h = this.host;
+    const ctl = new AbortController();
+    this.claim = { ctl, answered: false };
+    try {
+      const res = await h.client.http.open({
+        method: 'POST',
+        path: '/api/v1/jobs/claim',
+        body: {
+          queue_name: h.queue,
+          worker_id: h.workerId,
+          limit,
+          wait_ms: h.pollWaitMs,
+          ...(h.leaseSeconds !== undefined ? { lease_duration_secs: h.leaseSeconds } : {}),
+        },
+        signal: ctl.signal,
+        timeoutMs: h.client.http.timeoutMs + h.pollWaitMs,
+      });
+      this.claim.answered = true;
+      const body = (await res.json()) as { jobs: Job<never>[] };
+      return body.jobs;
+    } finally {
+      this.claim = null;
+    }
+  }
+
+  async complete(job: Job<never>, result: unknown): Promise<void> {
+    await this.host.client.jobs.complete(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, result });
+  }
+
+  async fail(job: Job<never>, error: string, retryable: boolean): Promise<string | null> {
+    const r = await this.host.client.jobs.fail(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, error, retryable });
+    return r.status;
+  }
+
+  async renew(job: Job<never>, leaseSeconds: number | undefined): Promise<void> {
+    await this.host.client.jobs.heartbeat(job.id, {
+      worker_id: this.host.workerId,
+      lease_id: job.lease_id!,
+      ...(leaseSeconds !== undefined ? { lease_duration_secs: leaseSeconds } : {}),
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.stopClaiming();
+  }
+}
+
+/** The message sent as the job's error: never empty, never over the service's 10,000 characters. */
+export function errorMessage(err: unknown): string {
+  let msg: string;
+  if (err instanceof Error) msg = err.message || err.name || 'Error';
+  else if (typeof err === 'string') msg = err || 'Error';
+  else {
+    try {
+      msg = JSON.stringify(err) ?? String(err);
+    } catch {
+      msg = String(err);
+    }
+  }
+  return msg.length > MAX_ERROR_CHARS ? `${msg.slice(0, MAX_ERROR_CHARS - 1)}…` : msg;
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'AbortError' || err.message === 'closing');
+}
