@@ -61,6 +61,12 @@ export class SluiceError extends Error {
   }
 }
 
+/** 400 `BAD_REQUEST`: the request could not be read as HTTP the service accepts (a credential header twice). */
+export class BadRequestError extends SluiceError {}
+/** 414 `URI_TOO_LONG`: the path and query string are over 8 KiB. */
+export class UriTooLongError extends SluiceError {}
+/** 431 `HEADERS_TOO_LARGE`: a header over 8 KiB, or all of them over 32 KiB. */
+export class HeadersTooLargeError extends SluiceError {}
 export class UnauthorizedError extends SluiceError {}
 export class ForbiddenError extends SluiceError {}
 export class NotFoundError extends SluiceError {}
@@ -143,6 +149,9 @@ export class ConnectionError extends SluiceError {
 
 /** The catalog, code → class. Kept equal to the service's src/errors.ts by a test. */
 export const ERROR_CLASSES = {
+  BAD_REQUEST: BadRequestError,
+  URI_TOO_LONG: UriTooLongError,
+  HEADERS_TOO_LARGE: HeadersTooLargeError,
   UNAUTHORIZED: UnauthorizedError,
   FORBIDDEN: ForbiddenError,
   NOT_FOUND: NotFoundError,

@@ -26,6 +26,9 @@ export type { EventStreamOptions, EventFilterOptions } from './sse.js';
 export type { RetryOptions, RetryEvent } from './http.js';
 export {
   SluiceError,
+  BadRequestError,
+  UriTooLongError,
+  HeadersTooLargeError,
   UnauthorizedError,
   ForbiddenError,
   NotFoundError,
