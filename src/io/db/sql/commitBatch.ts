@@ -9,6 +9,19 @@
 import type { CommitOutput, ErrorEntry, JobRow, JobState, JournalRecord, QueueState } from '../../../actors/records.js';
 import type { Store } from '../store.js';
 
+/**
+ * The shards the records belong to, with the epochs this node holds them under. The statement takes each shard
+ * row FOR SHARE and writes nothing unless every one is still this node's under that epoch: a node that took a
+ * shard over (a new epoch) waits for this commit to end before its own update of the row goes through, and a
+ * commit that starts after the takeover finds the new epoch and writes nothing. Either way the new owner loads
+ * the shard's rows only after the old owner's last write.
+ */
+export interface Fence {
+  node: string;
+  shards: number[];
+  epochs: string[];
+}
+
 interface Update {
   state: JobState;
   errors: ErrorEntry[];
@@ -21,7 +34,7 @@ interface Update {
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
 
-export async function commitBatch(store: Store, records: readonly JournalRecord[]): Promise<CommitOutput> {
+export async function commitBatch(store: Store, records: readonly JournalRecord[], fence: Fence | null = null): Promise<CommitOutput> {
   const queues = new Map<string, { organization_id: string; name: string; state: QueueState | null }>();
   const inserts = new Map<string, { row: JobRow; conflictKey: boolean }>();
   const usage = new Map<string, { organization_id: string; day: string; jobs_created: number }>();
@@ -60,8 +73,23 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
     params.push(v);
     return `$${params.length}::${type}[]`;
   };
+  const p1 = (v: unknown, type: string): string => {
+    params.push(v);
+    return `$${params.length}::${type}`;
+  };
   const ctes: string[] = [];
   const selects: string[] = [];
+  /** Appended to every write's condition: true when there is no fence, else the fence's verdict. */
+  let guard = '';
+  if (fence !== null) {
+    ctes.push(`fence AS (
+      SELECT shard FROM shards
+      WHERE owner = ${p1(fence.node, 'uuid')} AND (shard, epoch) IN (SELECT * FROM unnest(${p(fence.shards, 'int')}, ${p(fence.epochs, 'bigint')}))
+      FOR SHARE)`);
+    ctes.push(`fenced AS (SELECT count(*) = ${p1(fence.shards.length, 'int')} AS ok FROM fence)`);
+    guard = ' AND (SELECT ok FROM fenced)';
+    selects.push(`SELECT 'f' AS k, NULL::uuid AS id, NULL::jsonb AS row FROM fenced WHERE NOT ok`);
+  }
 
   // A queue row has one writer, its actor, so its state is written whole: upserted, or deleted.
   const kept = [...queues.values()].filter((q) => q.state !== null);
@@ -74,6 +102,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         ${col((q) => q.paused, 'bool')}, ${col((q) => q.paused_reason, 'text')}, ${col((q) => q.max_retries, 'int')},
         ${col((q) => q.lease_duration_secs, 'int')}, ${col((q) => iso(q.created_at), 'timestamptz')},
         ${col((q) => iso(q.updated_at), 'timestamptz')})
+      WHERE true${guard}
       ON CONFLICT (organization_id, name) DO UPDATE SET paused = EXCLUDED.paused, paused_reason = EXCLUDED.paused_reason,
         max_retries = EXCLUDED.max_retries, lease_duration_secs = EXCLUDED.lease_duration_secs,
         updated_at = EXCLUDED.updated_at)`);
@@ -81,7 +110,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   if (dropped.length > 0) {
     ctes.push(`qd AS (
       DELETE FROM queues WHERE (organization_id, name) IN (
-        SELECT * FROM unnest(${p(dropped.map((q) => q.organization_id), 'uuid')}, ${p(dropped.map((q) => q.name), 'text')})))`);
+        SELECT * FROM unnest(${p(dropped.map((q) => q.organization_id), 'uuid')}, ${p(dropped.map((q) => q.name), 'text')}))${guard})`);
   }
 
   if (usage.size > 0) {
@@ -90,6 +119,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
       INSERT INTO usage_daily (organization_id, day, jobs_created)
       SELECT * FROM unnest(${p(us.map((u) => u.organization_id), 'uuid')}, ${p(us.map((u) => u.day), 'date')},
         ${p(us.map((u) => u.jobs_created), 'int')})
+      WHERE true${guard}
       ON CONFLICT (organization_id, day) DO UPDATE SET jobs_created = EXCLUDED.jobs_created)`);
   }
 
@@ -114,6 +144,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         ${col((r) => r.workflow_id, 'uuid')}, ${col((r) => r.dependencies_met, 'bool')}, ${col((r) => r.completion_webhook, 'text')},
         ${col((r) => r.completion_webhook_secret, 'text')})
         AS t(id, org, qn, st, pl, res, pr, rc, mr, le, er, tg, ik, ts, sa, ca, sta, coa, ua, wid, lid, lea, wf, dm, cw, cws)
+      WHERE true${guard}
       ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING id, CASE WHEN status = 'processing' THEN to_jsonb(jobs) END AS row)`);
     selects.push(`SELECT 'i' AS k, id, row FROM ins`);
@@ -138,7 +169,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         ${col((u) => json(u.result), 'text')}, ${col((u) => (u.errors.length > 0 ? JSON.stringify(u.errors) : null), 'text')},
         ${col((u) => u.returning, 'bool')}, ${col((u) => u.onlyFrom, 'text')}, ${col((u) => u.state.dependencies_met, 'bool')})
         AS u(id, st, pr, rc, le, sa, sta, coa, ua, wid, lid, lea, hr, res, er, ret, exp, dm)
-      WHERE j.id = u.id AND (u.exp IS NULL OR j.status = ANY (string_to_array(u.exp, ',')))
+      WHERE j.id = u.id AND (u.exp IS NULL OR j.status = ANY (string_to_array(u.exp, ',')))${guard}
       RETURNING j.id, CASE WHEN u.ret THEN to_jsonb(j) END AS row)`);
     selects.push(`SELECT 'u' AS k, id, row FROM upd`);
   }
@@ -146,13 +177,22 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   if (selects.length === 0) selects.push(`SELECT NULL::text AS k, NULL::uuid AS id, NULL::jsonb AS row WHERE false`);
   const sql = `WITH ${ctes.join(',\n')}\n${selects.join('\nUNION ALL\n')}`;
   // One shape of statement per combination of CTEs present: each is prepared once per connection.
-  const shape = `commit_${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${usage.size > 0 ? 'n' : ''}${inserts.size > 0 ? 'i' : ''}${updates.size > 0 ? 'u' : ''}`;
+  const shape = `commit_${fence !== null ? 'f' : ''}${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${usage.size > 0 ? 'n' : ''}${inserts.size > 0 ? 'i' : ''}${updates.size > 0 ? 'u' : ''}`;
   const result = await store.query<{ k: string; id: string; row: Record<string, unknown> | null }>(sql, params, shape);
 
   const out: CommitOutput = { rows: new Map(), inserted: new Set() };
+  if (result.some((r) => r.k === 'f')) throw new FencedError(fence!.shards);
   for (const r of result) {
     if (r.k === 'i') out.inserted.add(r.id);
     if (r.row) out.rows.set(r.id, r.row);
   }
   return out;
+}
+
+/** The commit wrote nothing: at least one of its shards is no longer this node's (another holds a newer epoch). */
+export class FencedError extends Error {
+  constructor(readonly shards: number[]) {
+    super(`deposed: shard(s) ${shards.join(', ')} are no longer this node's`);
+    this.name = 'FencedError';
+  }
 }

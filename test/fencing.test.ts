@@ -1,0 +1,160 @@
+// Fencing: a group commit carries the epochs of its shards and writes nothing unless the node still holds every
+// one of them under that epoch, in the same statement; the shard leases (take, renew, hand over, lose) that move
+// the epochs. On both stores (the embedded node owns every shard of its own database the same way).
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import type { JobRow, JournalRecord } from '../src/actors/records.js';
+import { acquireShards } from '../src/io/db/sql/acquireShards.js';
+import { commitBatch, FencedError } from '../src/io/db/sql/commitBatch.js';
+import { ensureShards } from '../src/io/db/sql/ensureShards.js';
+import { readCluster } from '../src/io/db/sql/readCluster.js';
+import { registerNode } from '../src/io/db/sql/registerNode.js';
+import { releaseShards } from '../src/io/db/sql/releaseShards.js';
+import { renewShards } from '../src/io/db/sql/renewShards.js';
+import type { Store } from '../src/io/db/store.js';
+import { startTestNode, STORE, type TestNode } from './helpers.js';
+
+let n: TestNode;
+let store: Store;
+let org: string;
+before(async () => {
+  n = await startTestNode();
+  store = n.node.store;
+  org = (await store.query<{ id: string }>(`SELECT id FROM organizations LIMIT 1`))[0]!.id;
+});
+after(() => n.stop());
+
+function insert(queue: string): JournalRecord {
+  const now = Date.now();
+  const job: JobRow = {
+    id: randomUUID(),
+    organization_id: org,
+    queue_name: queue,
+    status: 'pending',
+    payload: { queue },
+    result: null,
+    priority: 0,
+    retry_count: 0,
+    max_retries: 3,
+    last_error: null,
+    errors: [],
+    tags: {},
+    idempotency_key: null,
+    timeout_seconds: 300,
+    scheduled_at: null,
+    created_at: now,
+    started_at: null,
+    completed_at: null,
+    updated_at: now,
+    assigned_worker_id: null,
+    lease_id: null,
+    lease_expires_at: null,
+    workflow_id: null,
+    dependencies_met: true,
+    completion_webhook: null,
+    completion_webhook_secret: null,
+  };
+  return { kind: 'insert', job, conflictKey: false };
+}
+
+const count = async (queue: string) => (await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE queue_name = $1`, [queue]))[0]!.n;
+
+describe('the fence of a group commit', () => {
+  // Shards of a separate range of this test's own: the node under test owns its own shards of this database.
+  const A = randomUUID();
+  const B = randomUUID();
+
+  test('writes under the epoch the node holds; after a takeover, the deposed node writes nothing', async () => {
+    await registerNode(store, A, null);
+    await registerNode(store, B, null);
+    await store.query(`INSERT INTO shards (shard) VALUES (100000), (100001) ON CONFLICT DO NOTHING`);
+    await store.query(`UPDATE shards SET owner = $1, epoch = 7, lease_until = now() + interval '1 minute' WHERE shard IN (100000, 100001)`, [A]);
+
+    await commitBatch(store, [insert('fenced-ok')], { node: A, shards: [100000, 100001], epochs: ['7', '7'] });
+    assert.equal(await count('fenced-ok'), 1);
+
+    // B takes shard 100001 over (its lease ran out): a new epoch.
+    await store.query(`UPDATE shards SET owner = $1, epoch = 8 WHERE shard = 100001`, [B]);
+    await assert.rejects(commitBatch(store, [insert('fenced-no')], { node: A, shards: [100000, 100001], epochs: ['7', '7'] }), FencedError);
+    assert.equal(await count('fenced-no'), 0, 'a deposed owner writes nothing, not even to the shard it still holds');
+    await assert.rejects(commitBatch(store, [insert('fenced-no')], { node: A, shards: [100001], epochs: ['8'] }), FencedError);
+    await commitBatch(store, [insert('fenced-b')], { node: B, shards: [100001], epochs: ['8'] });
+    assert.equal(await count('fenced-b'), 1);
+  });
+
+  test('a takeover waits for the commit in flight of the old owner, so the new owner loads its last writes', { skip: STORE !== 'pg' && 'one connection: PGlite runs statements one at a time' }, async () => {
+    await store.query(`INSERT INTO shards (shard) VALUES (100002) ON CONFLICT DO NOTHING`);
+    await store.query(`UPDATE shards SET owner = $1, epoch = 1, lease_until = now() + interval '1 minute' WHERE shard = 100002`, [A]);
+    // A commit that takes a moment inside the statement, after the fence has taken its row lock.
+    await store.exec(`
+      CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.queue_name = 'fenced-slow' THEN PERFORM pg_sleep(0.4); END IF; RETURN NEW; END $$;
+      CREATE TRIGGER slow BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION slow_insert();`);
+    try {
+      const order: string[] = [];
+      const commit = commitBatch(store, [insert('fenced-slow')], { node: A, shards: [100002], epochs: ['1'] }).then(() => order.push('commit'));
+      await new Promise((r) => setTimeout(r, 100));
+      const takeover = store.query(`UPDATE shards SET owner = $1, epoch = epoch + 1 WHERE shard = 100002 RETURNING epoch`, [B]).then(() => order.push('takeover'));
+      await Promise.all([commit, takeover]);
+      assert.deepEqual(order, ['commit', 'takeover']);
+      assert.equal(await count('fenced-slow'), 1);
+    } finally {
+      await store.exec(`DROP TRIGGER slow ON jobs; DROP FUNCTION slow_insert();`);
+    }
+  });
+
+  test('updates and queue rows are fenced too', async () => {
+    const rec = insert('fenced-upd');
+    await commitBatch(store, [rec], { node: B, shards: [100001], epochs: ['8'] });
+    const job = (rec as Extract<JournalRecord, { kind: 'insert' }>).job;
+    const update: JournalRecord = { kind: 'update', id: job.id, state: { ...job, status: 'cancelled', completed_at: Date.now() } };
+    const queue: JournalRecord = { kind: 'queue', organization_id: org, name: 'fenced-upd', state: { paused: true, paused_reason: null, max_retries: null, lease_duration_secs: null, created_at: Date.now(), updated_at: Date.now() } };
+    await assert.rejects(commitBatch(store, [update, queue], { node: A, shards: [100001], epochs: ['7'] }), FencedError);
+    const [row] = await store.query<{ status: string }>(`SELECT status FROM jobs WHERE id = $1`, [job.id]);
+    assert.equal(row!.status, 'pending');
+    assert.equal((await store.query(`SELECT 1 FROM queues WHERE name = 'fenced-upd'`)).length, 0);
+  });
+});
+
+describe('shard leases', () => {
+  test('take free shards under a new epoch, renew them, hand them over; a lease that ran out is taken by another', async () => {
+    const X = randomUUID();
+    const Y = randomUUID();
+    await registerNode(store, X, 'x:1');
+    await registerNode(store, Y, 'y:1');
+    // A range of its own, as if these were the only shards: released rows are free to take.
+    await store.query(`INSERT INTO shards (shard) SELECT s FROM generate_series(200000, 200003) s ON CONFLICT DO NOTHING`);
+    await store.query(`UPDATE shards SET owner = NULL, lease_until = NULL WHERE shard BETWEEN 200000 AND 200003`);
+    const free = async () => (await store.query<{ shard: number }>(`SELECT shard FROM shards WHERE shard BETWEEN 200000 AND 200003 AND owner IS NULL`)).length;
+
+    // Only these four are free: the node under test holds its own shards of this database.
+    const taken = (await acquireShards(store, X, 60_000, 'shards', 100)).filter((l) => l.shard >= 200000);
+    assert.equal(taken.length, 4);
+    assert.equal(await free(), 0);
+    assert.equal((await acquireShards(store, Y, 60_000, 'shards', 100)).filter((l) => l.shard >= 200000).length, 0, 'held shards are not taken');
+
+    const renewed = (await renewShards(store, X, 60_000)).filter((l) => l.shard >= 200000);
+    assert.deepEqual(renewed.map((l) => l.epoch).sort(), taken.map((l) => l.epoch).sort());
+
+    await releaseShards(store, X, taken.slice(0, 2));
+    assert.equal(await free(), 2);
+    const got = (await acquireShards(store, Y, 60_000, 'shards', 100)).filter((l) => l.shard >= 200000);
+    assert.equal(got.length, 2);
+    for (const l of got) assert.equal(BigInt(l.epoch), BigInt(taken.find((t) => t.shard === l.shard)!.epoch) + 1n);
+
+    // X stops renewing: its leases run out and Y takes them under new epochs; X's renewal no longer returns them.
+    await store.query(`UPDATE shards SET lease_until = now() - interval '1 second' WHERE owner = $1`, [X]);
+    const later = (await acquireShards(store, Y, 60_000, 'shards', 100)).filter((l) => l.shard >= 200000);
+    assert.equal(later.length, 2);
+    assert.equal((await renewShards(store, X, 60_000)).filter((l) => l.shard >= 200000).length, 0);
+    const view = await readCluster(store, 60_000);
+    assert.ok(view.nodes.some((nd) => nd.id === X && nd.address === 'x:1'));
+    assert.ok(view.shards.filter((s) => s.shard >= 200000).every((s) => s.owner === Y));
+  });
+
+  test('the shard count is fixed by the first node', async () => {
+    const count = await ensureShards(store, 64);
+    assert.notEqual(count, 64, 'a second count does not change the first');
+  });
+});
