@@ -3,7 +3,11 @@
 # every dependency; `deps` installs the production dependencies alone; the final image holds those two
 # results, runs as the unprivileged `node` user with plain node (no tsx, no compiler) and checks
 # /health/ready. It needs JWT_SECRET (NODE_ENV=production); see docs/operations.md.
-ARG NODE_IMAGE=node:20-bookworm-slim
+# Debian trixie (glibc 2.41): the newer uWebSockets.js build (20.57, glibc >= 2.38) loads there, which answers
+# malformed HTTP (unknown methods, NUL in headers, too many headers) with a status and closes WebSockets that
+# send unmasked frames; on bookworm (glibc 2.36) only 20.30 loads, which drops those connections silently
+# (docs/api.md, Input limits). Node 22 is a maintained line; the suite runs on Node 20 and 22 alike.
+ARG NODE_IMAGE=node:22-trixie-slim
 
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
