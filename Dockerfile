@@ -6,7 +6,7 @@
 # Debian trixie (glibc 2.41): the newer uWebSockets.js build (20.57, glibc >= 2.38) loads there, which answers
 # malformed HTTP (unknown methods, NUL in headers, too many headers) with a status and closes WebSockets that
 # send unmasked frames; on bookworm (glibc 2.36) only 20.30 loads, which drops those connections silently
-# (docs/api.md, Input limits). Node 22 is a maintained line; the suite runs on Node 20 and 22 alike.
+# (docs/api.md, Input limits). Node 22: a maintained line that 20.57 supports (Node 20–25); CI tests on Node 20.
 ARG NODE_IMAGE=node:22-trixie-slim
 
 FROM ${NODE_IMAGE} AS build
