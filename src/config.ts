@@ -56,6 +56,17 @@ export interface Config {
   readonly webhookAllowPrivate: boolean;
   /** Request bodies (and gRPC payloads) nested deeper than this are refused with 422 before any work. */
   readonly bodyMaxDepth: number;
+  /** Shards of (organization, queue) across the cluster; every node of one database must use the same count. */
+  readonly shardCount: number;
+  /** A node that stops renewing its shard leases loses them after this long (PostgreSQL only). */
+  readonly clusterLeaseMs: number;
+  /** The node-to-node channel: where it listens (0: any free port) and the address peers are told to use. */
+  readonly clusterHost: string;
+  readonly clusterPort: number;
+  /** host:port peers reach this node at; null: derived from clusterHost (or this machine's address) and the port. */
+  readonly clusterAdvertise: string | null;
+  /** Shared by every node of a cluster; null: this node runs on its own and refuses to share its database. */
+  readonly clusterSecret: string | null;
   /** Request bodies holding more JSON values (object members and array elements) are refused with 422 unparsed. */
   readonly bodyMaxValues: number;
 }
@@ -136,6 +147,12 @@ export function loadConfig(env: Env = process.env): Config {
     webhookConcurrency: int('WEBHOOK_CONCURRENCY', 64, 1, 10_000),
     webhookAllowPrivate: oneOf('WEBHOOK_ALLOW_PRIVATE', 'false', ['true', 'false'] as const) === 'true',
     bodyMaxDepth: int('BODY_MAX_DEPTH', 64, 4, 1000),
+    shardCount: int('SHARD_COUNT', 256, 1, 65_536),
+    clusterLeaseMs: int('CLUSTER_LEASE_MS', 10_000, 500, 600_000),
+    clusterHost: str('CLUSTER_HOST', str('HOST', nodeEnv === 'production' ? '0.0.0.0' : '127.0.0.1')),
+    clusterPort: int('CLUSTER_PORT', 0, 0, 65535),
+    clusterAdvertise: env.CLUSTER_ADVERTISE ? env.CLUSTER_ADVERTISE : null,
+    clusterSecret: env.CLUSTER_SECRET ? env.CLUSTER_SECRET : null,
     bodyMaxValues: int('BODY_MAX_VALUES', 50_000, 1000, 10_000_000),
   };
   if (config.jwtSecret !== null && config.jwtSecret.length < 32) problems.push('JWT_SECRET must be at least 32 characters');
@@ -143,6 +160,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (config.adminApiKey !== null && config.adminApiKey.length < 16) problems.push('ADMIN_API_KEY must be at least 16 characters');
   if (config.smtpUrl !== null && !/^smtps?:\/\//.test(config.smtpUrl)) problems.push('SMTP_URL must start with smtp:// or smtps://');
   if (config.publicUrl !== null && !/^https?:\/\/[^/]/.test(config.publicUrl)) problems.push('PUBLIC_URL must be an http:// or https:// URL');
+  if (config.clusterSecret !== null && config.clusterSecret.length < 32) problems.push('CLUSTER_SECRET must be at least 32 characters');
+  if (config.clusterAdvertise !== null && !/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(config.clusterAdvertise)) {
+    problems.push('CLUSTER_ADVERTISE must be host:port');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
 }

@@ -33,6 +33,7 @@ export const CATALOG = {
   RATE_LIMITED: { error: 'rate_limited', status: 429, grpc: GRPC.RESOURCE_EXHAUSTED, message: 'Too many requests' },
   HEADERS_TOO_LARGE: { error: 'headers_too_large', status: 431, grpc: GRPC.INVALID_ARGUMENT, message: 'The request headers are too large' },
   INTERNAL: { error: 'internal_error', status: 500, grpc: GRPC.INTERNAL, message: 'Internal error' },
+  SHARD_MOVED: { error: 'unavailable', status: 503, grpc: GRPC.UNAVAILABLE, message: 'The queue is moving between nodes; retry shortly' },
   UNAVAILABLE: { error: 'unavailable', status: 503, grpc: GRPC.UNAVAILABLE, message: 'The service is temporarily unavailable' },
 } as const;
 

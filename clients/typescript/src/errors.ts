@@ -166,6 +166,7 @@ export const ERROR_CLASSES = {
   RATE_LIMITED: RateLimitedError,
   INTERNAL: InternalError,
   UNAVAILABLE: UnavailableError,
+  SHARD_MOVED: UnavailableError,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CLASSES;
