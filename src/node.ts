@@ -36,8 +36,10 @@ import { ActorPool, type LinkFactory } from './runtime/actor-pool.js';
 import { bootstrap } from './runtime/bootstrap.js';
 import { loadJwtSecret } from './runtime/jwt-secret.js';
 import { JobPlaces } from './runtime/job-places.js';
-import { Quotas } from './runtime/quotas.js';
-import { EventBus } from './runtime/event-bus.js';
+import { Quotas } from './app/quotas.js';
+import { createApp } from './app/app.js';
+import type { AppContext } from './app/context.js';
+import { EventBus } from './app/events.js';
 import { ApiCalls } from './runtime/api-calls.js';
 import { RateLimiter } from './io/http/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
@@ -196,8 +198,10 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const metrics = new Metrics(config.actorThreads);
     pool.onEvents((e) => metrics.onEvents(e));
     pool.onStats((st) => metrics.onCommits(st));
-    const services: Services = { config, clock, pool, store, places: new JobPlaces(store), quotas, auth, mailer, events, invalidations: channel };
-    const sched = (scheduler = new Scheduler({ deps: services, clock, events, log }));
+    const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel };
+    const app = createApp(ctx);
+    const services: Services = { ...ctx, auth, mailer, app };
+    const sched = (scheduler = new Scheduler({ deps: { store, quotas, jobs: app.jobs }, clock, events, log }));
     await sched.start();
     webhooks = new WebhookDispatcher({
       store,
@@ -219,11 +223,11 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const workers = workerOps(services);
     const router = new Router().add(
       ...healthRoutes(services),
-      ...jobRoutes(services),
-      ...jobQueryRoutes(services),
-      ...dlqRoutes(services),
-      ...queueRoutes(services),
-      ...queueQueryRoutes(services),
+      ...jobRoutes(app),
+      ...jobQueryRoutes(app),
+      ...dlqRoutes(app),
+      ...queueRoutes(app),
+      ...queueQueryRoutes(app),
       ...usageRoutes(services, { limiter, apiCalls: calls }),
       ...apiKeyRoutes(services),
       ...authRoutes(services),
@@ -261,7 +265,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       eventSocket(streams),
     );
     const port = await http.listen(config.host, config.port);
-    const g = (grpc = new GrpcServer({ services, auth, admit, workers, log }));
+    const g = (grpc = new GrpcServer({ app, services, auth, admit, workers, log }));
     const grpcPort = await g.listen(config.host, config.grpcPort);
     const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
     // Say what is bound, not only a URL to click: 0.0.0.0 is every interface, 127.0.0.1 this machine only.

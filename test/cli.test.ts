@@ -149,7 +149,7 @@ describe('sluice CLI', { concurrency: true }, () => {
     const cancelled = await okJson<any[]>(['jobs', 'cancel', a.id, b.id]);
     assert.deepEqual(cancelled.map((c) => c.status), ['cancelled', 'cancelled']);
     assert.match((await ok(['jobs', 'retry', a.id])).stdout, new RegExp(`retried ${a.id}\\s+status=pending`));
-    await fails(['jobs', 'cancel', b.id], 1, /CONFLICT/);
+    await fails(['jobs', 'cancel', b.id], 1, /JOB_NOT_LIVE/);
     await fails(['jobs', 'get', '01a0f000-0000-7000-8000-000000000000'], 4, /NOT_FOUND/);
     const asJson = await fails(['jobs', 'get', 'nope', '--json'], 4);
     assert.equal(JSON.parse(asJson.stderr).error.code, 'NOT_FOUND');
@@ -267,7 +267,7 @@ describe('sluice CLI', { concurrency: true }, () => {
     assert.match(human.stderr, /shown this once/);
     await fails(['admin', 'org', 'create', '--name', 'X', '--slug', 'cli-x'], 2, /no admin key/);
     await fails(['admin', 'org', 'create', '--name', 'X', '--slug', 'cli-x', '--admin-key', 'wrong-admin-key-000000'], 3, /UNAUTHORIZED/);
-    await fails(['admin', 'org', 'create', '--name', 'X', '--slug', 'cli-acme', '--admin-key', ADMIN], 1, /CONFLICT/);
+    await fails(['admin', 'org', 'create', '--name', 'X', '--slug', 'cli-acme', '--admin-key', ADMIN], 1, /SLUG_TAKEN/);
 
     const reader = await okJson(['keys', 'create', '--name', 'reader', '--permissions', 'jobs:read'], { env: { SLUICE_API_KEY: orgKey } });
     assert.deepEqual(reader.permissions, ['jobs:read']);

@@ -50,6 +50,17 @@ describe('manual clock', () => {
     );
   });
 
+  test('a delayed job with an idempotency key on an idle queue becomes pending when due, like one without a key', async () => {
+    const at = new Date(clock.now() + 3_000).toISOString();
+    const keyed = await api.enqueue({ queue_name: 'idle1', idempotency_key: 'k1', scheduled_at: at });
+    const plain = await api.enqueue({ queue_name: 'idle2', scheduled_at: at });
+    await clock.advance(6_000);
+    for (const job of [keyed, plain]) assert.equal((await api.get(`/api/v1/jobs/${job.id}`)).body.status, 'pending', job.queue_name);
+    const stats = await api.get('/api/v1/jobs/stats?queue_name=idle1');
+    assert.equal(stats.body.counts.pending, 1);
+    assert.equal(stats.body.counts.scheduled, 0);
+  });
+
   test('an expired lease requeues the job at once with retry_count + 1 and fences the old lease', async () => {
     const job = await api.enqueue({ queue_name: 'expiry', max_retries: 1 });
     const [c] = await api.claim('expiry', { lease_duration_secs: 30 });

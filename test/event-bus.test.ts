@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
-import { EventBus, type SluiceEvent } from '../src/runtime/event-bus.js';
+import { EventBus, type SluiceEvent } from '../src/app/events.js';
 
 test('an organization hears only its own events; a filtered listener of every organization only what it wants', () => {
   const bus = new EventBus(new ManualClock(Date.UTC(2030, 0, 1)));

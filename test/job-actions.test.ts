@@ -94,9 +94,9 @@ describe('priority', () => {
   test('processing, finished and unknown jobs; invalid priority', async () => {
     const j = await api.enqueue({ queue_name: 'prio-409' });
     await api.claim('prio-409');
-    assertError(await api.put(`/api/v1/jobs/${j.id}/priority`, { priority: 1 }), 409, 'CONFLICT', ['job_status', 'active_jobs']);
+    assertError(await api.put(`/api/v1/jobs/${j.id}/priority`, { priority: 1 }), 409, 'JOB_NOT_LIVE', ['job_status', 'active_jobs']);
     await api.delete(`/api/v1/jobs/${j.id}`);
-    assertError(await api.put(`/api/v1/jobs/${j.id}/priority`, { priority: 1 }), 409, 'CONFLICT', ['job_status', 'active_jobs']);
+    assertError(await api.put(`/api/v1/jobs/${j.id}/priority`, { priority: 1 }), 409, 'JOB_NOT_LIVE', ['job_status', 'active_jobs']);
     assertError(await api.put(`/api/v1/jobs/00000000-0000-7000-8000-000000000000/priority`, { priority: 1 }), 404, 'NOT_FOUND');
     assertInvalid(await api.put(`/api/v1/jobs/${j.id}/priority`, { priority: 101 }));
     assertInvalid(await api.put(`/api/v1/jobs/${j.id}/priority`, {}));
@@ -122,7 +122,7 @@ describe('job retry', () => {
 
   test('a live job is 409, an unknown one 404', async () => {
     const j = await api.enqueue({ queue_name: 'retry-409' });
-    assertError(await api.post(`/api/v1/jobs/${j.id}/retry`), 409, 'CONFLICT', ['job_status', 'active_jobs']);
+    assertError(await api.post(`/api/v1/jobs/${j.id}/retry`), 409, 'JOB_NOT_LIVE', ['job_status', 'active_jobs']);
     assertError(await api.post(`/api/v1/jobs/00000000-0000-7000-8000-000000000000/retry`), 404, 'NOT_FOUND');
   });
 
@@ -187,7 +187,7 @@ describe('queues', () => {
     assert.equal(r.body.name, 'q-made');
     assert.equal(r.body.paused, false);
     assert.deepEqual(r.body.config, { max_retries: 7, lease_duration_secs: 45 });
-    assertError(await api.post('/api/v1/queues', { name: 'q-made' }), 409, 'CONFLICT', ['job_status', 'active_jobs']);
+    assertError(await api.post('/api/v1/queues', { name: 'q-made' }), 409, 'QUEUE_EXISTS', ['job_status', 'active_jobs']);
     assert.equal((await api.post('/api/v1/queues', { queue_name: 'q-alias' })).status, 201);
     assertInvalid(await api.post('/api/v1/queues', {}));
     assertInvalid(await api.post('/api/v1/queues', { name: '-bad' }));
@@ -248,7 +248,7 @@ describe('queues', () => {
   test('delete: 409 while active jobs remain, then 200, then 404', async () => {
     const j = await api.enqueue({ queue_name: 'q-del' });
     const busy = await api.delete('/api/v1/queues/q-del');
-    assertError(busy, 409, 'CONFLICT', ['job_status', 'active_jobs']);
+    assertError(busy, 409, 'QUEUE_NOT_EMPTY', ['job_status', 'active_jobs']);
     assert.equal(busy.body.active_jobs, 1);
     await api.delete(`/api/v1/jobs/${j.id}`);
     const gone = await api.delete('/api/v1/queues/q-del');

@@ -62,8 +62,8 @@ describe('open registration, no admin key configured', () => {
 
   test('slugs: unique (409, "default" included), lowercase letters, digits and hyphens, 2 to 63 characters', async () => {
     assert.equal((await anon.post(ORGS, { name: 'One', slug: 'taken-1' })).status, 201);
-    assertError(await anon.post(ORGS, { name: 'Two', slug: 'taken-1' }), 409, 'CONFLICT');
-    assertError(await anon.post(ORGS, { name: 'Default again', slug: 'default' }), 409, 'CONFLICT');
+    assertError(await anon.post(ORGS, { name: 'Two', slug: 'taken-1' }), 409, 'SLUG_TAKEN');
+    assertError(await anon.post(ORGS, { name: 'Default again', slug: 'default' }), 409, 'SLUG_TAKEN');
     assert.equal((await anon.post(ORGS, { name: 'Edges', slug: 'a1' })).status, 201);
     assert.equal((await anon.post(ORGS, { name: 'Edges', slug: `9${'x'.repeat(62)}` })).status, 201);
     for (const slug of ['Upper', 'a', '-lead', 'has space', 'under_score', 'dot.ted', `a${'x'.repeat(63)}`, '', 'é1']) {
@@ -127,7 +127,7 @@ describe('closed registration with an admin key', () => {
     const noPlan = await anon.post(ADMIN_ORGS, { name: 'Small', slug: 'small-co' }, admin);
     assert.equal(noPlan.body.organization.plan, 'free');
     assertInvalid(await anon.post(ADMIN_ORGS, { name: 'Odd', slug: 'odd-co', plan: 'platinum' }, admin), 'plan');
-    assertError(await anon.post(ADMIN_ORGS, { name: 'Again', slug: 'big-co' }, admin), 409, 'CONFLICT');
+    assertError(await anon.post(ADMIN_ORGS, { name: 'Again', slug: 'big-co' }, admin), 409, 'SLUG_TAKEN');
     const key = anon.as(r.body.api_key.key);
     assert.equal((await key.get('/api/v1/auth/me')).body.organization_id, r.body.organization.id);
   });

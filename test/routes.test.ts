@@ -459,7 +459,7 @@ describe('REST routes', () => {
       const id = (await api.enqueue({ queue_name: 'del-409' })).id;
       assert.equal((await api.delete(`${JOBS}/${id}`)).status, 200);
       const again = await api.delete(`${JOBS}/${id}`);
-      assertError(again, 409, 'CONFLICT', ['job_status']);
+      assertError(again, 409, 'JOB_NOT_LIVE', ['job_status']);
       assert.equal(again.body.job_status, 'cancelled');
     });
   });

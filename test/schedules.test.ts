@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { startNode } from '../src/node.js';
-import type { SluiceEvent } from '../src/runtime/event-bus.js';
+import type { SluiceEvent } from '../src/app/events.js';
 import { Api, freshStore, sleep, startTestNode, type ApiResponse, type TestNode } from './helpers.js';
 import { assertError, assertInvalid, insertKey, nextLink, QUOTA_EXTRAS } from './http-assert.js';
 

@@ -370,7 +370,7 @@ describe('SDK: retries and errors', () => {
     const [claimed] = await client.jobs.claim({ queue_name: 'sdk-errors', worker_id: 'sdk-w' });
     await rejectsWith(client.jobs.complete(job.id, { worker_id: 'sdk-w', lease_id: 'not-the-lease' }), LeaseExpiredError, 'LEASE_EXPIRED');
     await client.jobs.complete(job.id, { worker_id: 'sdk-w', lease_id: claimed!.lease_id! });
-    const conflict = await rejectsWith(client.jobs.cancel(job.id), ConflictError, 'CONFLICT');
+    const conflict = await rejectsWith(client.jobs.cancel(job.id), ConflictError, 'JOB_NOT_LIVE');
     assert.equal(conflict.status, 409);
     assert.equal(conflict.jobStatus, 'completed');
 

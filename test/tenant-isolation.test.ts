@@ -5,7 +5,7 @@
 // parked and gets its job).
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { EnqueueInput } from '../src/actors/queue/queue-actor.js';
+import type { EnqueueInput, EnqueueReply } from '../src/actors/queue/queue-actor.js';
 import { AppError } from '../src/errors.js';
 import { startTestNode, type Api, type TestNode } from './helpers.js';
 import { assertInvalid, insertKey } from './http-assert.js';
@@ -36,19 +36,20 @@ const input = (payload: unknown, extra: Partial<EnqueueInput> = {}): EnqueueInpu
   ...extra,
 });
 
-type Created = { created: true; job: { id: string } };
+/** The id of a job the reply says was created. */
+const createdId = (c: EnqueueReply): string => (c.created ? c.job.id : assert.fail('not created'));
 
 test('a group commit refused for one request fails that request alone; the others and their actors are untouched', async () => {
   const pool = n.node.pool;
   // B's worker is parked on an empty queue: its actor must survive A's bad row.
-  const parked = pool.ask<{ jobs: Array<{ id: string }> }>(b.org, 'good', 'claim', { worker_id: 'wb', limit: 1, lease_duration_secs: null, wait_ms: 10_000 });
+  const parked = pool.ask(b.org, 'good', 'claim', { worker_id: 'wb', limit: 1, lease_duration_secs: null, wait_ms: 10_000 });
   await new Promise((r) => setTimeout(r, 200));
 
   // One turn: one batch to the thread, one group. A NUL inside jsonb is refused by PostgreSQL and PGlite alike.
-  const goodB = Array.from({ length: 20 }, (_, i) => pool.ask<Created>(b.org, 'good', 'enqueue', input({ i })));
-  const bad = pool.ask<Created>(a.org, 'bad', 'enqueue', input({ s: 'x\u0000y' }));
-  const goodA = Array.from({ length: 5 }, (_, i) => pool.ask<Created>(a.org, 'bad', 'enqueue', input({ i })));
-  const keyedB = pool.ask<Created>(b.org, 'good', 'enqueue', input({ keyed: true }, { idempotency_key: 'k-1' }));
+  const goodB = Array.from({ length: 20 }, (_, i) => pool.ask(b.org, 'good', 'enqueue', input({ i })));
+  const bad = pool.ask(a.org, 'bad', 'enqueue', input({ s: 'x\u0000y' }));
+  const goodA = Array.from({ length: 5 }, (_, i) => pool.ask(a.org, 'bad', 'enqueue', input({ i })));
+  const keyedB = pool.ask(b.org, 'good', 'enqueue', input({ keyed: true }, { idempotency_key: 'k-1' }));
 
   await assert.rejects(bad, (err: unknown) => err instanceof AppError && err.code === 'VALIDATION_ERROR');
   const createdB = await Promise.all([...goodB, keyedB]);
@@ -58,11 +59,11 @@ test('a group commit refused for one request fails that request alone; the other
   // The parked claim was fed by the group (B's actor was never dropped) and its job is really processing.
   const { jobs } = await parked;
   assert.equal(jobs.length, 1);
-  const row = await b.api.get(`/api/v1/jobs/${jobs[0]!.id}`);
+  const row = await b.api.get(`/api/v1/jobs/${jobs[0]!.id as string}`);
   assert.equal(row.body.status, 'processing');
 
   // Everything acknowledged is stored; the refused row is not.
-  const ids = [...createdB, ...createdA].map((c) => c.job.id);
+  const ids = [...createdB, ...createdA].map(createdId);
   const stored = await n.node.store.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs WHERE id = ANY(string_to_array($1, \',\')::uuid[])', [ids.join(',')]);
   assert.equal(stored[0]!.n, ids.length);
   const refused = await n.node.store.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE queue_name = 'bad' AND payload ? 's'`);
@@ -70,7 +71,7 @@ test('a group commit refused for one request fails that request alone; the other
 
   // A's queue was rebuilt from rows: its five good jobs are there and claimable, once each.
   const claimedA = await a.api.post('/api/v1/jobs/claim', { queue_name: 'bad', worker_id: 'wa', limit: 10 });
-  assert.deepEqual(claimedA.body.jobs.map((j: { id: string }) => j.id).sort(), createdA.map((c) => c.job.id).sort());
+  assert.deepEqual(claimedA.body.jobs.map((j: { id: string }) => j.id).sort(), createdA.map(createdId).sort());
   const claimedB = await b.api.post('/api/v1/jobs/claim', { queue_name: 'good', worker_id: 'wb', limit: 100 });
   assert.equal(claimedB.body.jobs.length, 20, 'B: 21 created, 1 handed to the parked claim');
 });

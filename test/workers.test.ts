@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import type { Store } from '../src/io/db/store.js';
-import type { SluiceEvent } from '../src/runtime/event-bus.js';
+import type { SluiceEvent } from '../src/app/events.js';
 import { WorkerReaper } from '../src/runtime/worker-reaper.js';
 import { loadConfig } from '../src/config.js';
 import { startNode, type SluiceNode } from '../src/node.js';
@@ -99,14 +99,14 @@ describe('workers', () => {
     const b = await org('starter');
     assert.equal((await a.api.post('/api/v1/workers/register', { worker_id: 'shared-name', hostname: 'a' })).status, 201);
     const r = await b.api.post('/api/v1/workers/register', { worker_id: 'shared-name', hostname: 'b' });
-    assertError(r, 409, 'CONFLICT');
+    assertError(r, 409, 'WORKER_ID_TAKEN');
     assert.equal((await a.api.get('/api/v1/workers/shared-name')).body.hostname, 'a');
     assert.equal(await workerRows(b.id), 0);
     assert.equal(await usedSlots(b.api), 0, 'the refusal charged nothing');
     // Even at its cap, another organization's id is a 409, not a 429.
     const f = await org('free');
     assert.equal((await f.api.post('/api/v1/workers/register', { worker_id: 'f-own' })).status, 201);
-    assertError(await f.api.post('/api/v1/workers/register', { worker_id: 'shared-name' }), 409, 'CONFLICT');
+    assertError(await f.api.post('/api/v1/workers/register', { worker_id: 'shared-name' }), 409, 'WORKER_ID_TAKEN');
   });
 
   test('the cap holds at exactly the limit with 50 concurrent registrations', async () => {

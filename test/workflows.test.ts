@@ -100,8 +100,8 @@ describe('workflows', () => {
     assert.equal(done.body.status, 'completed');
     assert.ok(done.body.completed_at);
     assert.deepEqual(done.body.jobs.map((j: any) => j.status), ['completed', 'completed', 'completed', 'completed']);
-    assertError(await api.post(`/api/v1/workflows/${r.body.id}/retry`), 409, 'CONFLICT', ['workflow_status']);
-    assertError(await api.post(`/api/v1/workflows/${r.body.id}/cancel`), 409, 'CONFLICT', ['workflow_status']);
+    assertError(await api.post(`/api/v1/workflows/${r.body.id}/retry`), 409, 'WORKFLOW_NOT_LIVE', ['workflow_status']);
+    assertError(await api.post(`/api/v1/workflows/${r.body.id}/cancel`), 409, 'WORKFLOW_NOT_LIVE', ['workflow_status']);
   });
 
   test('a failed parent cancels what depends on it; retry runs it again, then the rest', async () => {
@@ -130,9 +130,9 @@ describe('workflows', () => {
     assert.equal((await api.get(`/api/v1/workflows/${id}`)).body.status, 'failed');
 
     // Its jobs come back with the workflow only: alone they would run out of order.
-    assertError(await api.post(`/api/v1/jobs/${b.id}/retry`), 409, 'CONFLICT', ['workflow_id']);
+    assertError(await api.post(`/api/v1/jobs/${b.id}/retry`), 409, 'WORKFLOW_JOB', ['workflow_id']);
     const d0 = byName(wf.body).D.id;
-    assertError(await api.post(`/api/v1/jobs/${d0}/retry`), 409, 'CONFLICT', ['workflow_id']);
+    assertError(await api.post(`/api/v1/jobs/${d0}/retry`), 409, 'WORKFLOW_JOB', ['workflow_id']);
     const dlqByIds = await api.post('/api/v1/jobs/dlq/retry', { job_ids: [b.id] });
     assert.equal(dlqByIds.body.retried, 0);
     assert.match(dlqByIds.body.failed[0].error, /retry the workflow/);
@@ -145,7 +145,7 @@ describe('workflows', () => {
     assert.equal(retried.body.status, 'running');
     assert.equal(byName(retried.body).B.status, 'pending');
     assert.equal(byName(retried.body).D.dependencies_met, false);
-    assertError(await api.post(`/api/v1/workflows/${id}/retry`), 409, 'CONFLICT', ['workflow_status']);
+    assertError(await api.post(`/api/v1/workflows/${id}/retry`), 409, 'WORKFLOW_NOT_LIVE', ['workflow_status']);
     assert.deepEqual(await claimAll(api, q2), [], 'D waits for B again');
     const [b2] = await claimAll(api, q1);
     assert.equal(b2.payload.step, 'B');
@@ -175,7 +175,7 @@ describe('workflows', () => {
     assert.equal(r.body.status, 'cancelled');
     assert.deepEqual(r.body.jobs.map((j: any) => j.status), ['cancelled', 'cancelled']);
     assertError(await api.post(`/api/v1/jobs/${first.id}/complete`, { worker_id: 'w1', lease_id: first.lease_id }), 409, 'LEASE_EXPIRED');
-    assertError(await api.post(`/api/v1/workflows/${id}/cancel`), 409, 'CONFLICT', ['workflow_status']);
+    assertError(await api.post(`/api/v1/workflows/${id}/cancel`), 409, 'WORKFLOW_NOT_LIVE', ['workflow_status']);
     await settle();
     assert.deepEqual(await claimAll(api, q1), []);
 

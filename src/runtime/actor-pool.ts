@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { StoreLink } from '../io/db/store.js';
 import type { ThreadInit } from './actor-thread.js';
-import type { CommitStats, Op, ThreadIn, ThreadOut } from './protocol.js';
+import { ORG_ACTOR, type CommitStats, type OrgAsk, type OrgOp, type OrgOps, type QueueAsk, type QueueOp, type QueueOps, type ThreadIn, type ThreadOut } from './protocol.js';
 import { actorKey, shardOf } from './shard.js';
 import { spawnWorker } from './spawn.js';
 
@@ -50,15 +50,21 @@ export class ActorPool {
     await Promise.all(this.threads.map((t) => t.ready));
   }
 
-  ask<T = unknown>(org: string, queue: string, op: Op, args: unknown): Promise<T> {
-    const t = this.threads[shardOf(actorKey(org, queue), this.threads.length)]!;
-    return this.post(t, (id) => ({ t: 'ask', id, org, queue, op, args })) as Promise<T>;
+  /** A queue actor's operation; the reply once what it wrote is committed. */
+  ask<K extends QueueOp>(org: string, queue: string, op: K, args: QueueOps[K]['args']): Promise<QueueOps[K]['reply']> {
+    const t = this.threadOf(org, queue);
+    return this.post<QueueOps[K]['reply']>(t, (id) => ({ t: 'queue', id, org, queue, op, args }));
   }
 
-  /** A message nobody waits on (counters fed by events). */
-  tell(org: string, queue: string, op: Op, args: unknown): void {
-    const t = this.threads[shardOf(actorKey(org, queue), this.threads.length)]!;
-    this.enqueue(t, { t: 'ask', id: 0, org, queue, op, args });
+  /** An operation of the organization's quota actor. */
+  askOrg<K extends OrgOp>(org: string, op: K, args: OrgOps[K]['args']): Promise<OrgOps[K]['reply']> {
+    const t = this.threadOf(org, ORG_ACTOR);
+    return this.post<OrgOps[K]['reply']>(t, (id) => ({ t: 'org', id, org, op, args }));
+  }
+
+  /** A quota-actor message nobody waits on (counters fed by events). */
+  tellOrg<K extends OrgOp>(org: string, op: K, args: OrgOps[K]['args']): void {
+    this.enqueue(this.threadOf(org, ORG_ACTOR), { t: 'org', id: 0, org, op, args });
   }
 
   /** Subscribes to the threads' commit statistics (about once a second per busy thread). */
@@ -73,7 +79,7 @@ export class ActorPool {
 
   /** Fires due timers on every thread (manual clock) and waits for what they wrote to commit. */
   async tick(): Promise<void> {
-    await Promise.all(this.threads.map((t) => this.post(t, (id) => ({ t: 'tick', id }))));
+    await Promise.all(this.threads.map((t) => this.post<null>(t, (id) => ({ t: 'tick', id }))));
   }
 
   async stop(): Promise<void> {
@@ -82,16 +88,21 @@ export class ActorPool {
     this.unhook();
     await Promise.all(
       this.threads.map(async (t) => {
-        await this.post(t, (id) => ({ t: 'stop', id })).catch(() => {});
+        await this.post<null>(t, (id) => ({ t: 'stop', id })).catch(() => {});
         await t.worker.terminate();
       }),
     );
   }
 
-  private post(t: Thread, make: (id: number) => ThreadIn): Promise<unknown> {
+  private threadOf(org: string, queue: string): Thread {
+    return this.threads[shardOf(actorKey(org, queue), this.threads.length)]!;
+  }
+
+  /** The reply arrives as plain data typed by the op map of the message that asked for it. */
+  private post<R>(t: Thread, make: (id: number) => ThreadIn): Promise<R> {
     const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      t.pending.set(id, { resolve, reject });
+    return new Promise<R>((resolve, reject) => {
+      t.pending.set(id, { resolve: (v) => resolve(v as R), reject });
       this.enqueue(t, make(id));
     });
   }

@@ -1,7 +1,7 @@
 // Which queue (hence which actor) holds a job. Lease operations name only the job id; the answer comes from
 // the enqueue and claim replies this node relayed (bounded cache) or, failing that, from the store.
 import type { Store } from '../io/db/store.js';
-import { getJobPlace } from '../io/db/sql/getJob.js';
+import { getJobPlace } from '../io/db/sql/getJobPlace.js';
 
 const MAX = 200_000;
 

@@ -1,39 +1,104 @@
-// Messages between the main thread and actor threads. Both directions travel in arrays (one post per turn).
-import type { DomainEvent } from '../actors/records.js';
+// The messages between the main thread and the actor threads: one op map per kind of actor (operation name →
+// argument → reply), from which the sending side (`ActorPool.ask`) and the thread-side dispatch
+// (`ActorHost`) are both typed. Every argument and reply is plain data (structured-clone and JSON safe: no
+// closures, no class instances), so the same messages can later travel to another node unchanged.
+// Both directions travel in arrays (one post per event-loop turn).
+import type { CountedResource, Usage } from '../actors/org/org-actor.js';
+import type { LimitOverrides, PlanTier } from '../actors/org/plans.js';
+import type {
+  ClaimInput,
+  ClaimReply,
+  CompleteInput,
+  CompleteReply,
+  EnqueueInput,
+  EnqueueReply,
+  FailInput,
+  FailReply,
+  HeartbeatInput,
+  HeartbeatReply,
+  QueueConfig,
+  QueueView,
+  ReviveInput,
+  ReviveOutcome,
+} from '../actors/queue/queue-actor.js';
+import type { DomainEvent, JobStatus } from '../actors/records.js';
 import type { WireError } from '../errors.js';
 
-export type OrgOp = 'admit' | 'releaseJobs' | 'jobsFinished' | 'reserve' | 'counted' | 'setPlan' | 'resetUsage' | 'usage';
+interface Op<A, R> {
+  args: A;
+  reply: R;
+}
+
+type Empty = Record<string, never>;
+
+/** A queue actor's operations: (organization, queue) → QueueActor. */
+export interface QueueOps {
+  enqueue: Op<EnqueueInput, EnqueueReply>;
+  /** `wait_ms` > 0: parked as a long poll until jobs arrive or the time runs out. */
+  claim: Op<ClaimInput & { wait_ms: number }, ClaimReply>;
+  complete: Op<CompleteInput, CompleteReply>;
+  fail: Op<FailInput, FailReply>;
+  heartbeat: Op<HeartbeatInput, HeartbeatReply>;
+  /** null: the job is not live in this queue (the caller tells terminal from unknown with the store). */
+  cancel: Op<{ id: string }, { id: string; status: JobStatus } | null>;
+  priority: Op<{ id: string; priority: number }, { id: string; status: JobStatus; priority: number } | null>;
+  revive: Op<{ jobs: ReviveInput[]; from: JobStatus[] }, ReviveOutcome[]>;
+  release: Op<{ ids: string[] }, { released: string[] }>;
+  unclaim: Op<{ items: Array<{ id: string; lease_id: string }> }, { unclaimed: string[] }>;
+  createQueue: Op<QueueConfig, QueueView>;
+  pause: Op<{ reason: string | null }, QueueView>;
+  resume: Op<Empty, QueueView>;
+  configure: Op<Partial<QueueConfig>, QueueView>;
+  deleteQueue: Op<Empty, { name: string; deleted: true }>;
+}
+
+/** What an admission answers: the UTC day it counted against, credit granted ahead, the plan's payload cap. */
+export interface Admitted {
+  day: string;
+  granted: number;
+  payloadCap: number | null;
+}
+
+/** An organization's quota actor's operations. */
+export interface OrgOps {
+  admit: Op<{ n: number; payloadBytes: number[]; credit: number }, Admitted>;
+  releaseJobs: Op<{ n: number; day: string }, null>;
+  jobsFinished: Op<{ n: number }, null>;
+  reserve: Op<{ resource: CountedResource }, null>;
+  counted: Op<{ resource: CountedResource; delta: number }, null>;
+  setPlan: Op<{ plan: PlanTier; overrides: LimitOverrides }, null>;
+  resetUsage: Op<Empty, null>;
+  usage: Op<Empty, Usage>;
+}
+
+export type QueueOp = keyof QueueOps;
+export type OrgOp = keyof OrgOps;
 
 /** The actor key of an organization's quota actor: '' is never a queue name. */
 export const ORG_ACTOR = '';
 
-export type Op =
-  | OrgOp
-  | 'enqueue'
-  | 'claim'
-  | 'complete'
-  | 'fail'
-  | 'heartbeat'
-  | 'cancel'
-  | 'priority'
-  | 'revive'
-  | 'release'
-  | 'unclaim'
-  | 'createQueue'
-  | 'pause'
-  | 'resume'
-  | 'configure'
-  | 'deleteQueue';
-
-export interface Ask {
-  t: 'ask';
-  /** 0: a tell, answered by nobody. */
+/**
+ * One queue operation as a message; `id` 0 makes it a tell that nobody answers. Built only by the typed
+ * `ActorPool.ask<K>`, so `args` always matches `op`.
+ */
+export interface QueueAsk<K extends QueueOp = QueueOp> {
+  t: 'queue';
   id: number;
   org: string;
   queue: string;
-  op: Op;
-  args: unknown;
+  op: K;
+  args: QueueOps[K]['args'];
 }
+
+export interface OrgAsk<K extends OrgOp = OrgOp> {
+  t: 'org';
+  id: number;
+  org: string;
+  op: K;
+  args: OrgOps[K]['args'];
+}
+
+export type Ask = QueueAsk | OrgAsk;
 
 export type ThreadIn = Ask | { t: 'tick'; id: number } | { t: 'stop'; id: number };
 

@@ -26,11 +26,13 @@ import { recordScheduleRun } from '../io/db/sql/recordScheduleRun.js';
 import type { Row } from '../io/db/store.js';
 import type { Log } from '../log.js';
 import { latestFire, nextFire, type Cron } from './cron.js';
-import { enqueueAdmitted, type EnqueueDeps } from './enqueue.js';
-import type { EventBus } from './event-bus.js';
+import type { Jobs } from '../app/jobs.js';
+import type { Quotas } from '../app/quotas.js';
+import type { Store } from '../io/db/store.js';
+import type { EventBus } from '../app/events.js';
 
 export interface SchedulerOptions {
-  deps: EnqueueDeps;
+  deps: { store: Store; quotas: Quotas; jobs: Jobs };
   clock: Clock;
   events: EventBus;
   log: Log;
@@ -209,7 +211,7 @@ export class Scheduler {
   private async enqueue(row: ScheduleRow, idempotencyKey: string) {
     const payload = row.payload_template;
     const admission = await this.o.deps.quotas.admitJobs(row.organization_id, [Buffer.byteLength(JSON.stringify(payload))]);
-    return enqueueAdmitted(this.o.deps, row.organization_id, row.queue_name, {
+    return this.o.deps.jobs.enqueueAdmitted(row.organization_id, row.queue_name, {
       payload,
       priority: row.priority,
       max_retries: row.max_retries,

@@ -10,8 +10,8 @@ import type { Clock, ManualClock } from '../clock.js';
 import { reapWorkers } from '../io/db/sql/reapWorkers.js';
 import type { Store } from '../io/db/store.js';
 import type { Log } from '../log.js';
-import type { EventBus } from './event-bus.js';
-import type { Quotas } from './quotas.js';
+import type { EventBus } from '../app/events.js';
+import type { Quotas } from '../app/quotas.js';
 
 export interface WorkerReaperOptions {
   store: Store;

@@ -16,7 +16,7 @@
 // advance triggered by a job's end never interleave on this node. The node that wins a conditional status
 // change out of creating/running gives back the organization's 'workflows' slot.
 import { JobIds } from '../actors/ids.js';
-import type { EnqueueInput, EnqueueReply, ReviveInput, ReviveOutcome } from '../actors/queue/queue-actor.js';
+import type { EnqueueInput, ReviveInput } from '../actors/queue/queue-actor.js';
 import type { DomainEvent, JobStatus } from '../actors/records.js';
 import { doomed, isLive, outcome, releasable, waitsOnParents, type WorkflowStatus } from '../actors/workflow/graph.js';
 import type { Clock } from '../clock.js';
@@ -28,9 +28,9 @@ import { setWorkflowStatus } from '../io/db/sql/setWorkflowStatus.js';
 import type { Store } from '../io/db/store.js';
 import type { Log } from '../log.js';
 import type { ActorPool } from './actor-pool.js';
-import type { EventBus } from './event-bus.js';
+import type { EventBus } from '../app/events.js';
 import type { JobPlaces } from './job-places.js';
-import type { Quotas } from './quotas.js';
+import type { Quotas } from '../app/quotas.js';
 
 /** A 'creating' workflow older than this, that no request of this node is creating, was left by a crash. */
 export const CREATING_GRACE_MS = 60_000;
@@ -144,7 +144,7 @@ export class WorkflowCoordinator {
             workflow_id: id,
             blocked: true,
           };
-          return pool.ask<EnqueueReply>(organizationId, j.queue_name, 'enqueue', input);
+          return pool.ask(organizationId, j.queue_name, 'enqueue', input);
         }),
       );
       const created = outcomes.filter((r) => r.status === 'fulfilled' && r.value.created).length;
@@ -173,7 +173,7 @@ export class WorkflowCoordinator {
     return this.exclusive(id, async () => {
       const g = await this.graph(organizationId, id);
       if (g.status === 'completed' || g.status === 'cancelled' || g.status === 'creating') {
-        throw new AppError('CONFLICT', `The workflow is ${g.status}; it cannot be cancelled`, { workflow_status: g.status });
+        throw new AppError('WORKFLOW_NOT_LIVE', `The workflow is ${g.status}; it cannot be cancelled`, { workflow_status: g.status });
       }
       await this.cancelJobs(organizationId, g.jobs.filter((j) => isLive(j.status)));
       await this.finish(organizationId, g, 'cancelled');
@@ -189,7 +189,7 @@ export class WorkflowCoordinator {
       const { quotas, store, clock, pool } = this.o;
       const g = await this.graph(organizationId, id);
       if (g.status !== 'failed' && g.status !== 'cancelled') {
-        throw new AppError('CONFLICT', `The workflow is ${g.status}; only failed or cancelled workflows can be retried`, {
+        throw new AppError('WORKFLOW_NOT_LIVE', `The workflow is ${g.status}; only failed or cancelled workflows can be retried`, {
           workflow_status: g.status,
         });
       }
@@ -205,7 +205,7 @@ export class WorkflowCoordinator {
       if (!(await setWorkflowStatus(store, organizationId, id, 'running', [g.status], new Date(clock.now())))) {
         quotas.releaseJobs(organizationId, admission, revive.length);
         quotas.release(organizationId, 'workflows');
-        throw new AppError('CONFLICT', 'The workflow changed meanwhile; read it again');
+        throw new AppError('WORKFLOW_NOT_LIVE', 'The workflow changed meanwhile; read it again');
       }
       const byQueue = new Map<string, ReviveInput[]>();
       for (const j of revive) {
@@ -226,7 +226,7 @@ export class WorkflowCoordinator {
       let revived = 0;
       const results = await Promise.allSettled(
         [...byQueue].map(async ([queue, inputs]) => {
-          const outcomes = await pool.ask<ReviveOutcome[]>(organizationId, queue, 'revive', { jobs: inputs, from: ['deadletter', 'cancelled'] });
+          const outcomes = await pool.ask(organizationId, queue, 'revive', { jobs: inputs, from: ['deadletter', 'cancelled'] });
           for (const o of outcomes) {
             if (!o.revived) continue;
             revived++;
@@ -308,7 +308,7 @@ export class WorkflowCoordinator {
     const byQueue = new Map<string, string[]>();
     for (const j of ready) byQueue.set(j.queue_name, [...(byQueue.get(j.queue_name) ?? []), j.job_id]);
     await Promise.all(
-      [...byQueue].map(([queue, ids]) => this.o.pool.ask<{ released: string[] }>(organizationId, queue, 'release', { ids })),
+      [...byQueue].map(([queue, ids]) => this.o.pool.ask(organizationId, queue, 'release', { ids })),
     );
     const status = outcome(g.jobs);
     if (g.status === 'running' && status !== 'running') await this.finish(organizationId, g, status);
@@ -319,7 +319,7 @@ export class WorkflowCoordinator {
     const done = new Set<string>();
     await Promise.all(
       jobs.map(async (j) => {
-        const r = await this.o.pool.ask<{ id: string; status: JobStatus } | null>(organizationId, j.queue_name, 'cancel', { id: j.job_id });
+        const r = await this.o.pool.ask(organizationId, j.queue_name, 'cancel', { id: j.job_id });
         if (r) done.add(j.job_id);
       }),
     );

@@ -77,6 +77,20 @@ export class ConflictError extends SluiceError {
     return typeof this.body?.job_status === 'string' ? this.body.job_status : null;
   }
 }
+/** 409 `JOB_NOT_LIVE`: cancel, priority or retry of a job whose status does not allow it (`jobStatus`). */
+export class JobNotLiveError extends ConflictError {}
+/** 409 `WORKFLOW_JOB`: a workflow's job is retried with its workflow. */
+export class WorkflowJobError extends ConflictError {}
+/** 409 `WORKFLOW_NOT_LIVE`: the workflow's status does not allow the change. */
+export class WorkflowNotLiveError extends ConflictError {}
+/** 409 `QUEUE_EXISTS`: the organization already has a queue of this name. */
+export class QueueExistsError extends ConflictError {}
+/** 409 `QUEUE_NOT_EMPTY`: a queue with live jobs cannot be deleted. */
+export class QueueNotEmptyError extends ConflictError {}
+/** 409 `WORKER_ID_TAKEN`: another organization holds this worker id. */
+export class WorkerIdTakenError extends ConflictError {}
+/** 409 `SLUG_TAKEN`: the organization slug is taken. */
+export class SlugTakenError extends ConflictError {}
 /** 409 `LEASE_EXPIRED`: complete, fail or heartbeat without a valid lease. The job is no longer this worker's. */
 export class LeaseExpiredError extends SluiceError {}
 export class UpgradeRequiredError extends SluiceError {}
@@ -158,6 +172,13 @@ export const ERROR_CLASSES = {
   METHOD_NOT_ALLOWED: MethodNotAllowedError,
   CONFLICT: ConflictError,
   LEASE_EXPIRED: LeaseExpiredError,
+  JOB_NOT_LIVE: JobNotLiveError,
+  WORKFLOW_JOB: WorkflowJobError,
+  WORKFLOW_NOT_LIVE: WorkflowNotLiveError,
+  QUEUE_EXISTS: QueueExistsError,
+  QUEUE_NOT_EMPTY: QueueNotEmptyError,
+  WORKER_ID_TAKEN: WorkerIdTakenError,
+  SLUG_TAKEN: SlugTakenError,
   UPGRADE_REQUIRED: UpgradeRequiredError,
   PAYLOAD_TOO_LARGE: PayloadTooLargeError,
   VALIDATION_ERROR: ValidationError,

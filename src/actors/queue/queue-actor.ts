@@ -111,6 +111,30 @@ export interface LeaseInput {
   lease_id: string | null;
 }
 
+export type CompleteInput = LeaseInput & { result: unknown };
+export interface CompleteReply {
+  id: string;
+  status: JobStatus;
+  completed_at: number;
+}
+
+export type FailInput = LeaseInput & { error: string; retryable: boolean };
+export interface FailReply {
+  id: string;
+  status: JobStatus;
+  retry_count: number;
+  max_retries: number;
+  scheduled_at: number | null;
+  last_error: string;
+}
+
+export type HeartbeatInput = LeaseInput & { lease_duration_secs: number | null };
+export interface HeartbeatReply {
+  id: string;
+  lease_id: string | null;
+  lease_expires_at: number | null;
+}
+
 export interface Waiter {
   input: ClaimInput;
   respond(reply: Reply<ClaimReply>): void;
@@ -298,7 +322,7 @@ export class QueueActor {
     return all;
   }
 
-  complete(input: LeaseInput & { result: unknown }, fx: Effects): Reply<{ id: string; status: JobStatus; completed_at: number }> {
+  complete(input: CompleteInput, fx: Effects): Reply<CompleteReply> {
     const job = this.leased(input, fx.now);
     const now = fx.now;
     this.forget(job);
@@ -313,7 +337,7 @@ export class QueueActor {
     return () => ({ id: job.id, status: 'completed', completed_at: now });
   }
 
-  fail(input: LeaseInput & { error: string; retryable: boolean }, fx: Effects) {
+  fail(input: FailInput, fx: Effects): Reply<FailReply> {
     const job = this.leased(input, fx.now);
     const now = fx.now;
     const entry: ErrorEntry = { attempt: job.retry_count + 1, error: input.error, at: new Date(now).toISOString() };
@@ -343,7 +367,7 @@ export class QueueActor {
       next_run_at: status === 'scheduled' ? job.scheduled_at : null,
       ...(status === 'deadletter' ? callbackOf(job) : {}),
     });
-    const reply = {
+    const reply: FailReply = {
       id: job.id,
       status,
       retry_count: job.retry_count,
@@ -354,14 +378,14 @@ export class QueueActor {
     return () => reply;
   }
 
-  heartbeat(input: LeaseInput & { lease_duration_secs: number | null }, fx: Effects) {
+  heartbeat(input: HeartbeatInput, fx: Effects): Reply<HeartbeatReply> {
     const job = this.leased(input, fx.now);
     const now = fx.now;
     if (input.lease_duration_secs !== null) job.lease_ms = input.lease_duration_secs * 1000;
     job.lease_expires_at = now + job.lease_ms;
     this.place(job);
     fx.write({ kind: 'update', id: job.id, state: this.state(job, now) });
-    const reply = { id: job.id, lease_id: job.lease_id, lease_expires_at: job.lease_expires_at };
+    const reply: HeartbeatReply = { id: job.id, lease_id: job.lease_id, lease_expires_at: job.lease_expires_at };
     return () => reply;
   }
 
@@ -429,7 +453,7 @@ export class QueueActor {
     const job = this.jobs.get(id);
     if (!job || job.status === 'provisional') return null;
     if (job.status === 'processing') {
-      throw new AppError('CONFLICT', 'The job is processing; only pending or scheduled jobs can change priority', {
+      throw new AppError('JOB_NOT_LIVE', 'The job is processing; only pending or scheduled jobs can change priority', {
         job_status: 'processing',
       });
     }
@@ -497,7 +521,7 @@ export class QueueActor {
   // --- the queue itself ---
 
   createQueue(config: QueueConfig, fx: Effects): Reply<QueueView> {
-    if (this.queue) throw new AppError('CONFLICT', `Queue '${this.name}' already exists`);
+    if (this.queue) throw new AppError('QUEUE_EXISTS', `Queue '${this.name}' already exists`);
     this.ensureQueue(fx, config);
     return this.viewReply();
   }
@@ -527,7 +551,7 @@ export class QueueActor {
   deleteQueue(fx: Effects): Reply<{ name: string; deleted: true }> {
     this.existing();
     if (this.jobs.size > 0) {
-      throw new AppError('CONFLICT', `Queue '${this.name}' still has ${this.jobs.size} active job(s)`, { active_jobs: this.jobs.size });
+      throw new AppError('QUEUE_NOT_EMPTY', `Queue '${this.name}' still has ${this.jobs.size} active job(s)`, { active_jobs: this.jobs.size });
     }
     this.queue = null;
     fx.write({ kind: 'queue', organization_id: this.organizationId, name: this.name, state: null });

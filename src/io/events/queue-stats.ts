@@ -5,7 +5,7 @@
 // The second is measured on the node's clock: with a ManualClock a pending read waits for clock.advance.
 import { ManualClock, type Clock } from '../../clock.js';
 import type { Log } from '../../log.js';
-import type { EventBus } from '../../runtime/event-bus.js';
+import type { EventBus } from '../../app/events.js';
 import { jobStats, type StatusCounts } from '../db/sql/jobStats.js';
 import type { Store } from '../db/store.js';
 import type { Envelope, StreamHub } from './hub.js';

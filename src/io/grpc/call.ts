@@ -5,10 +5,12 @@ import { AppError, CATALOG } from '../../errors.js';
 import { assertClean } from '../input.js';
 import type { Log } from '../../log.js';
 import { authorize, type Authenticator, type Principal } from '../http/auth.js';
+import type { App } from '../../app/app.js';
 import type { Services } from '../http/routes/services.js';
 import type { WorkerOps } from '../http/routes/workers.js';
 
 export interface GrpcContext {
+  app: App;
   services: Services;
   auth: Authenticator;
   /** The per-organization admission HTTP requests go through. */

@@ -1,11 +1,10 @@
-// QueueService: the job RPCs over the very operations of the REST routes (enqueueJob, claimJobs, leaseAction,
-// getJob, queueStatsOf). Requests are mapped to the REST bodies, so validation, defaults and quotas are one copy.
+// QueueService (gRPC adapter): the job RPCs over the use cases of src/app (jobs, queues). Requests are mapped
+// to the REST bodies and checked by the same validators, so validation, defaults and quotas are one copy.
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
-import { validationError } from '../../errors.js';
-import { getJob } from '../db/sql/getJob.js';
-import { presentJob } from '../http/present.js';
-import { claimJobs, enqueueJob, jobIdOf, leaseAction, unclaimJobs } from '../http/routes/jobs.js';
-import { queueStatsOf } from '../http/routes/queue-queries.js';
+import { idOf, isUuid } from '../../app/fields.js';
+import { ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody } from '../../app/jobs.js';
+import { AppError, validationError } from '../../errors.js';
+import { presentJob, presentTimes } from '../present.js';
 import { assertCleanRequest, given, grpcError, OpenStream, unary, type GrpcContext } from './call.js';
 import { storable } from '../input.js';
 import { fromStruct, fromValue, toStruct, toValue, type PbStruct, type PbValue } from './proto.js';
@@ -80,29 +79,25 @@ const claimBody = (r: ClaimMsg, waitMs: number) => ({
 });
 
 export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
-  const s = ctx.services;
+  const { jobs, queues } = ctx.app;
+  const jobId = (id: string) => idOf('Job', id);
 
   const complete = async (org: string, r: CompleteMsg): Promise<Json> => {
-    const reply = await leaseAction(s, org, 'complete', jobIdOf(r.jobId), { worker_id: r.workerId, lease_id: r.leaseId, result: fromValue(r.result) });
+    const body = CompleteBody({ worker_id: r.workerId, lease_id: r.leaseId, result: fromValue(r.result) });
+    const reply = presentTimes(await jobs.complete(org, jobId(r.jobId), body));
     return { jobId: reply.id, status: reply.status, completedAt: str(reply.completed_at) };
   };
   const fail = async (org: string, r: FailMsg): Promise<Json> => {
-    const reply = await leaseAction(s, org, 'fail', jobIdOf(r.jobId), {
-      worker_id: r.workerId,
-      lease_id: r.leaseId,
-      error: r.error,
-      retryable: r.retryable ?? undefined,
-    });
+    const body = FailBody({ worker_id: r.workerId, lease_id: r.leaseId, error: r.error, retryable: r.retryable ?? undefined });
+    const reply = presentTimes(await jobs.fail(org, jobId(r.jobId), body));
     return { jobId: reply.id, status: reply.status, retryCount: reply.retry_count, maxRetries: reply.max_retries, scheduledAt: str(reply.scheduled_at) };
   };
   const renew = async (org: string, r: RenewMsg): Promise<Json> => {
-    const reply = await leaseAction(s, org, 'heartbeat', jobIdOf(r.jobId), {
-      worker_id: r.workerId,
-      lease_id: r.leaseId,
-      lease_duration_secs: given(r.leaseDurationSecs),
-    });
+    const body = HeartbeatBody({ worker_id: r.workerId, lease_id: r.leaseId, lease_duration_secs: given(r.leaseDurationSecs) });
+    const reply = presentTimes(await jobs.heartbeat(org, jobId(r.jobId), body));
     return { jobId: reply.id, leaseId: str(reply.lease_id), leaseExpiresAt: str(reply.lease_expires_at) };
   };
+  const claim = async (org: string, r: ClaimMsg, waitMs: number) => jobs.claim(org, ClaimBody(claimBody(r, waitMs)));
 
   /**
    * Claims until `want` jobs went out (Infinity: for ever) or `more()` turns false, writing each job by `send`
@@ -111,15 +106,15 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
   const pump = async (org: string, r: ClaimMsg, want: number, open: () => boolean, send: (job: Json) => Promise<void>, more = open) => {
     let left = want;
     while (more() && left > 0) {
-      const jobs = await claimJobs(s, org, claimBody({ ...r, batchSize: Math.min(r.batchSize, left) }, POLL_MS));
+      const claimed = await claim(org, { ...r, batchSize: Math.min(r.batchSize, left) }, POLL_MS);
       // Jobs claimed after the client left go back to the queue at once.
       const unsent: Record<string, unknown>[] = [];
-      for (const j of jobs) {
-        if (open()) await send(toJob(j));
+      for (const j of claimed) {
+        if (open()) await send(toJob(presentJob(j)));
         else unsent.push(j);
       }
-      if (unsent.length > 0) unclaimJobs(s, org, unsent);
-      left -= jobs.length;
+      if (unsent.length > 0) jobs.unclaim(org, unsent);
+      left -= claimed.length;
     }
   };
 
@@ -190,7 +185,7 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
 
   return {
     Enqueue: unary(ctx, 'jobs:write', async (org, r: Json) => {
-      const res = await enqueueJob(s, org, {
+      const { created, job } = await jobs.enqueue(org, EnqueueBody({
         queue_name: r.queueName,
         payload: fromStruct(r.payload as PbStruct | null),
         idempotency_key: given(r.idempotencyKey as string),
@@ -201,33 +196,31 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
         tags: r.tags,
         completion_webhook: given(r.completionWebhook as string),
         completion_webhook_secret: given(r.completionWebhookSecret as string),
-      });
-      const body = res.body as Json;
-      return { job: toJob(body), created: body.created };
+      }));
+      return { job: toJob(presentJob(job)), created };
     }),
-    Dequeue: unary(ctx, 'jobs:write', async (org, r: ClaimMsg) => ({ jobs: (await claimJobs(s, org, claimBody(r, r.waitMs ?? 0))).map(toJob) })),
+    Dequeue: unary(ctx, 'jobs:write', async (org, r: ClaimMsg) => ({ jobs: (await claim(org, r, r.waitMs ?? 0)).map((j) => toJob(presentJob(j))) })),
     Complete: unary(ctx, 'jobs:write', complete),
     Fail: unary(ctx, 'jobs:write', fail),
     RenewLease: unary(ctx, 'jobs:write', renew),
     GetJob: unary(ctx, 'jobs:read', async (org, r: { jobId: string }) => {
-      let id: string;
+      if (!isUuid(r.jobId)) return { job: {} };
       try {
-        id = jobIdOf(r.jobId);
-      } catch {
-        return { job: {} };
+        return { job: toJob(presentJob(await jobs.get(org, r.jobId.toLowerCase()))) };
+      } catch (err) {
+        if (err instanceof AppError && err.code === 'NOT_FOUND') return { job: {} };
+        throw err;
       }
-      const row = await getJob(s.store, org, id);
-      return { job: row ? toJob(presentJob(row)) : {} };
     }),
     GetQueueStats: unary(ctx, 'queues:read', async (org, r: { queueName: string }) => {
       if (!r.queueName) throw validationError([{ field: 'queueName', message: 'is required' }]);
-      const st = await queueStatsOf(s, org, r.queueName);
-      const throughput = st.throughput_last_minute as { completed: number; failed: number };
-      const n = (k: string) => String(st[k] as number);
+      const st = await queues.stats(org, r.queueName);
+      const throughput = st.throughput_last_minute;
+      const n = (k: 'pending' | 'scheduled' | 'processing' | 'completed' | 'deadletter' | 'cancelled') => String(st[k]);
       return {
         queueName: st.name,
         paused: st.paused,
-        depth: String((st.pending as number) + (st.scheduled as number)),
+        depth: String(st.pending + st.scheduled),
         pending: n('pending'),
         scheduled: n('scheduled'),
         processing: n('processing'),

@@ -2,7 +2,7 @@
 // mistyped value is a 422, not a silently wider answer. So is a parameter given twice, except those that say
 // they repeat (tag, ids); an alias may be given beside its name when both agree. Unknown parameters are ignored.
 import { validationError } from '../../errors.js';
-import { parseTime } from './routes/jobs.js';
+import { parseTime } from '../../app/fields.js';
 
 const invalid = (field: string, message: string) => validationError([{ field, message }], `${field} ${message}`);
 

@@ -1,4 +1,4 @@
-// jobStats — job counts per status, for one organization, optionally one queue or a set of queues. Counts
+// jobStats — job counts per status, for one organization, optionally one queue. Counts
 // are of rows: completed and cancelled jobs stay counted until retention removes them. Served by index-only
 // scans of jobs_org_status_created (organization) and jobs_org_queue_created, which includes status (queue).
 import type { JobStatus } from '../../../actors/records.js';
@@ -21,18 +21,4 @@ export async function jobStats(store: Store, organizationId: string, queueName: 
   const counts = zeroCounts();
   for (const r of rows) counts[r.status] = r.n;
   return counts;
-}
-
-/** Counts per queue for several queues in one read (a page of the queue list). */
-export async function queueCounts(store: Store, organizationId: string, names: readonly string[]): Promise<Map<string, StatusCounts>> {
-  const out = new Map<string, StatusCounts>(names.map((n) => [n, zeroCounts()]));
-  if (names.length === 0) return out;
-  const rows = await store.query<{ queue_name: string; status: JobStatus; n: number }>(
-    `SELECT queue_name, status, count(*)::int AS n FROM jobs
-      WHERE organization_id = $1 AND queue_name = ANY ($2::text[])
-      GROUP BY queue_name, status`,
-    [organizationId, names],
-  );
-  for (const r of rows) out.get(r.queue_name)![r.status] = r.n;
-  return out;
 }

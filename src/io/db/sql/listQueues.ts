@@ -1,4 +1,4 @@
-// listQueues / getQueue — the organization's queue rows. The list is ordered by name in byte order
+// listQueues — a page of the organization's queue rows. The list is ordered by name in byte order
 // (COLLATE "C") so the keyset `name > last` means the same on PostgreSQL and PGlite whatever their default
 // collation; an organization has at most a few hundred queues, so the sort this costs is small.
 import type { Store } from '../store.js';
@@ -13,18 +13,13 @@ export interface QueueRow {
   updated_at: Date | string;
 }
 
-const COLUMNS = 'name, paused, paused_reason, max_retries, lease_duration_secs, created_at, updated_at';
+export const QUEUE_COLUMNS = 'name, paused, paused_reason, max_retries, lease_duration_secs, created_at, updated_at';
 
 export async function listQueues(store: Store, organizationId: string, afterName: string | null, limit: number): Promise<QueueRow[]> {
   return store.query<QueueRow>(
     afterName === null
-      ? `SELECT ${COLUMNS} FROM queues WHERE organization_id = $1 ORDER BY name COLLATE "C" LIMIT $2`
-      : `SELECT ${COLUMNS} FROM queues WHERE organization_id = $1 AND name COLLATE "C" > $3 ORDER BY name COLLATE "C" LIMIT $2`,
+      ? `SELECT ${QUEUE_COLUMNS} FROM queues WHERE organization_id = $1 ORDER BY name COLLATE "C" LIMIT $2`
+      : `SELECT ${QUEUE_COLUMNS} FROM queues WHERE organization_id = $1 AND name COLLATE "C" > $3 ORDER BY name COLLATE "C" LIMIT $2`,
     afterName === null ? [organizationId, limit + 1] : [organizationId, limit + 1, afterName],
   );
-}
-
-export async function getQueue(store: Store, organizationId: string, name: string): Promise<QueueRow | null> {
-  const rows = await store.query<QueueRow>(`SELECT ${COLUMNS} FROM queues WHERE organization_id = $1 AND name = $2`, [organizationId, name]);
-  return rows[0] ?? null;
 }

@@ -10,9 +10,9 @@ import { getApiKey, listApiKeys, type ApiKeyRow } from '../../db/sql/listApiKeys
 import { revokeApiKey } from '../../db/sql/revokeApiKey.js';
 import { PERMISSIONS } from '../auth.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
-import { isoOf } from '../present.js';
+import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
-import { validator } from '../validate.js';
+import { validator } from '../../validate.js';
 import type { Services } from './services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -11,7 +11,7 @@ import { issueLoginCode, pruneEmailLogin, throttleLoginMail, useLoginCode } from
 import { ANY_CREDENTIAL } from '../auth.js';
 import type { Request, Response, Route } from '../router.js';
 import type { Session, TokenClaims } from '../tokens.js';
-import { validator } from '../validate.js';
+import { validator } from '../../validate.js';
 import type { Services } from './services.js';
 
 /** DESIGN §4: a code is valid 10 minutes and allows 5 attempts; at most 5 codes per address per hour. */

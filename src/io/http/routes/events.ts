@@ -5,14 +5,14 @@
 import Type from 'typebox';
 import { AppError, notFound, validationError } from '../../../errors.js';
 import { getJob } from '../../db/sql/getJob.js';
-import { getQueue } from '../../db/sql/listQueues.js';
+import { getQueue } from '../../db/sql/getQueue.js';
 import type { Envelope, Stream, StreamHub } from '../../events/hub.js';
 import type { QueueStatsFeed } from '../../events/queue-stats.js';
-import { presentJob } from '../present.js';
+import { presentJob } from '../../present.js';
 import { single } from '../query.js';
 import type { Request, Response, Route, RouteDoc, StreamSink } from '../router.js';
 import type { SocketRoute } from '../server.js';
-import { queueNameValid } from './queue-queries.js';
+import { queueNameValid } from '../../../app/fields.js';
 import type { Services } from './services.js';
 
 export const KEEP_ALIVE_MS = 15_000;

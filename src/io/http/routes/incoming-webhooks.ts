@@ -18,7 +18,8 @@ import { ensureWebhookToken, findWebhookToken, rotateWebhookToken } from '../../
 import type { Principal } from '../auth.js';
 import type { Request, Response, Route } from '../router.js';
 import { CreatedJob } from '../schemas.js';
-import { EnqueueBody, enqueueJob } from './jobs.js';
+import { EnqueueBody } from '../../../app/jobs.js';
+import { presentEnqueued } from './jobs.js';
 import type { Services } from './services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -61,7 +62,7 @@ export function incomingWebhookRoutes(s: Services): Route[] {
       path: '/api/v1/webhooks/:org_id/custom',
       permission: null,
       authenticate,
-      handler: (req) => enqueueJob(s, req.principal.organizationId, req.body),
+      handler: async (req) => presentEnqueued(await s.app.jobs.enqueue(req.principal.organizationId, EnqueueBody(req.body))),
       doc: {
         summary: 'Incoming webhook: enqueue a job given in the service’s own job format',
         description:

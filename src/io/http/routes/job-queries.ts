@@ -1,27 +1,24 @@
-// The read side of jobs: the list (and the DLQ list, the same list fixed to deadletter), batch status and
-// counts per status. Reads go straight to the store, not through the actors: they change nothing, and every
-// state an actor reports has been committed before its reply, so the store is never behind an answer given.
+// The read side of jobs (REST adapter): the list (and the DLQ list, the same list fixed to deadletter), batch
+// status and counts per status. Query strings are parsed here; the reads are src/app/jobs.ts.
 import Type from 'typebox';
 import type { JobStatus } from '../../../actors/records.js';
 import { validationError } from '../../../errors.js';
-import { jobStats, JOB_STATUSES } from '../../db/sql/jobStats.js';
-import { jobStatuses } from '../../db/sql/jobStatuses.js';
-import { listJobs, type JobFilter, type JobKey } from '../../db/sql/listJobs.js';
+import type { App } from '../../../app/app.js';
+import { isUuid, queueNameValid } from '../../../app/fields.js';
+import { MAX_STATUS_IDS } from '../../../app/jobs.js';
+import { JOB_STATUSES } from '../../db/sql/jobStats.js';
+import type { JobFilter, JobKey } from '../../db/sql/listJobs.js';
 import type { Row } from '../../db/store.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
-import { isoOf, presentJob } from '../present.js';
+import { isoOf, presentJob } from '../../present.js';
 import { isoTime, oneOf, single, tagFilters } from '../query.js';
 import type { Request, Response, Route, RouteDoc } from '../router.js';
 import { Job, JobStatus as JobStatusSchema } from '../schemas.js';
-import { queueNameValid } from './queue-queries.js';
-import type { Services } from './services.js';
 
 /** Keyset over (created_at, id), newest first. The DLQ list names itself, so its cursors fail on the job list. */
 const JOBS_CURSOR = cursorCodec('jobs', ['time', 'uuid']);
 const DLQ_CURSOR = cursorCodec('dlq', ['time', 'uuid']);
 
-export const MAX_STATUS_IDS = 100;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** `queue_name` (alias `queue`): a queue name, or 422. */
 function queueFilter(q: URLSearchParams): string | null {
@@ -61,12 +58,12 @@ const PAGE_HEADERS = {
 
 const keyOf = (row: Row): JobKey => [row.cursor_at as string, row.id as string];
 
-export function jobQueryRoutes(s: Services): Route[] {
+export function jobQueryRoutes(app: App): Route[] {
   const page = async (req: Request, codec: typeof JOBS_CURSOR, status: JobStatus | null): Promise<Response> => {
     const limit = parseLimit(req.query);
     const after = readCursor(req.query, codec);
     const filter = jobFilter(req.query, status);
-    const rows = await listJobs(s.store, req.principal.organizationId, filter, after, limit);
+    const rows = await app.jobs.list(req.principal.organizationId, filter, after, limit);
     return pageResponse(req, rows, limit, codec, keyOf, presentJob);
   };
 
@@ -87,27 +84,20 @@ export function jobQueryRoutes(s: Services): Route[] {
     if (given.length > MAX_STATUS_IDS) {
       throw validationError([{ field: 'ids', message: `must hold at most ${MAX_STATUS_IDS} ids` }], `at most ${MAX_STATUS_IDS} ids per request`);
     }
-    const bad = given.filter((id) => !UUID.test(id));
+    const bad = given.filter((id) => !isUuid(id));
     if (bad.length > 0) {
       throw validationError(
         bad.slice(0, 10).map((id) => ({ field: 'ids', message: `"${id.slice(0, 64)}" is not a job id` })),
         'ids must be job ids (UUIDs)',
       );
     }
-    const ids = [...new Set(given.map((id) => id.toLowerCase()))];
-    const rows = await jobStatuses(s.store, req.principal.organizationId, ids);
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    // In the order asked, each id once; ids that are unknown (or another organization's) are left out.
-    const body = ids.flatMap((id) => {
-      const r = byId.get(id);
-      return r ? [{ id: r.id, status: r.status, queue_name: r.queue_name, retry_count: r.retry_count, updated_at: isoOf(r.updated_at) }] : [];
-    });
-    return { status: 200, body };
+    const rows = await app.jobs.statuses(req.principal.organizationId, given.map((id) => id.toLowerCase()));
+    return { status: 200, body: rows.map((r) => ({ id: r.id, status: r.status, queue_name: r.queue_name, retry_count: r.retry_count, updated_at: isoOf(r.updated_at) })) };
   };
 
   const stats = async (req: Request): Promise<Response> => {
     const queueName = queueFilter(req.query);
-    const counts = await jobStats(s.store, req.principal.organizationId, queueName);
+    const counts = await app.jobs.stats(req.principal.organizationId, queueName);
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
     return { status: 200, body: { queue_name: queueName, counts, total } };
   };

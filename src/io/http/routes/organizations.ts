@@ -12,9 +12,9 @@ import { createOrganization } from '../../db/sql/createOrganization.js';
 import { getOrganization, listOrganizations, type OrganizationRow } from '../../db/sql/listOrganizations.js';
 import { requireAdmin } from '../admin.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
-import { isoOf } from '../present.js';
+import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
-import { validator } from '../validate.js';
+import { validator } from '../../validate.js';
 import type { Services } from './services.js';
 
 export const SLUG_PATTERN = '^[a-z0-9][a-z0-9-]{1,62}$';
@@ -84,7 +84,7 @@ export function organizationRoutes(s: Services): Route[] {
       at,
     });
     // The insert skips on any conflict, and the id is new: the slug is taken.
-    if (!created) throw new AppError('CONFLICT', `The slug "${body.slug}" is taken`);
+    if (!created) throw new AppError('SLUG_TAKEN', `The slug "${body.slug}" is taken`);
     const row = await getOrganization(s.store, id);
     return {
       status: 201,

@@ -13,9 +13,9 @@ import { updateOutgoingWebhook } from '../../db/sql/updateOutgoingWebhook.js';
 import { WEBHOOK_EVENTS, type WebhookDispatcher } from '../../webhooks/dispatcher.js';
 import { policyOf, urlProblem } from '../../webhooks/ssrf.js';
 import { cursorCodec, MAX_LIMIT, pageResponse, parseLimit, readCursor } from '../cursor.js';
-import { isoOf } from '../present.js';
+import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
-import { validator } from '../validate.js';
+import { validator } from '../../validate.js';
 import type { Services } from './services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

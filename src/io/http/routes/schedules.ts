@@ -15,11 +15,11 @@ import { listSchedules } from '../../db/sql/listSchedules.js';
 import { setSchedulePaused } from '../../db/sql/setSchedulePaused.js';
 import { updateSchedule } from '../../db/sql/updateSchedule.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
-import { isoOf, presentJob } from '../present.js';
+import { isoOf, presentJob } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
 import { Job, JsonObject } from '../schemas.js';
-import { validator } from '../validate.js';
-import { LeaseSecs, MaxRetries, Priority, QueueName, Uuid } from './jobs.js';
+import { validator } from '../../validate.js';
+import { LeaseSecs, MaxRetries, Priority, QueueName, Uuid } from '../../../app/fields.js';
 import type { Services } from './services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -12,7 +12,7 @@ import { requireAdmin } from '../admin.js';
 import { ANY_CREDENTIAL } from '../auth.js';
 import type { RateLimiter } from '../rate-limit.js';
 import type { Request, Response, Route } from '../router.js';
-import { validator } from '../validate.js';
+import { validator } from '../../validate.js';
 import type { Services } from './services.js';
 import type { ApiCalls } from '../../../runtime/api-calls.js';
 

@@ -16,11 +16,11 @@ import { insertWorker } from '../../db/sql/insertWorker.js';
 import { getWorker, listWorkers, type WorkerFields, type WorkerRow } from '../../db/sql/listWorkers.js';
 import { refreshWorker } from '../../db/sql/refreshWorker.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
-import { isoOf } from '../present.js';
+import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
 import { JsonObject } from '../schemas.js';
-import { validator } from '../validate.js';
-import { QueueName, WorkerId } from './jobs.js';
+import { validator } from '../../validate.js';
+import { QueueName, WorkerId } from '../../../app/fields.js';
 import type { Services } from './services.js';
 
 const WORKER_ID = /^[A-Za-z0-9._-]{1,128}$/;
@@ -110,7 +110,7 @@ export function workerOps(s: Services): WorkerOps {
     for (let attempt = 0; attempt < REGISTER_ATTEMPTS; attempt++) {
       const found = await refreshWorker(s.store, org, id, fields, new Date(s.clock.now()));
       if ('row' in found) return { status: 200, body: presentWorker(found.row) };
-      if (found.owner !== null) throw new AppError('CONFLICT', 'This worker id is registered by another organization');
+      if (found.owner !== null) throw new AppError('WORKER_ID_TAKEN', 'This worker id is registered by another organization');
       const row = await create(org, id, fields);
       if (row) return { status: 201, body: presentWorker(row) };
     }

@@ -7,12 +7,12 @@ import type { WorkflowCoordinator } from '../../../runtime/workflows.js';
 import { getWorkflow, type WorkflowJobRow, type WorkflowRow } from '../../db/sql/getWorkflow.js';
 import { listWorkflows } from '../../db/sql/listWorkflows.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
-import { isoOf } from '../present.js';
+import { isoOf } from '../../present.js';
 import { oneOf, single } from '../query.js';
 import type { Request, Response, Route } from '../router.js';
 import { JsonObject } from '../schemas.js';
-import { validator } from '../validate.js';
-import { QueueName } from './jobs.js';
+import { validator } from '../../validate.js';
+import { QueueName } from '../../../app/fields.js';
 import type { Services } from './services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -6,12 +6,15 @@
 // the thread for 102 s). The schemas keep both keywords, so the OpenAPI document still states them.
 import type { Static, TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { validationError, type FieldProblem } from '../../errors.js';
+import { validationError, type FieldProblem } from '../errors.js';
 
 export interface Validator<T> {
   (value: unknown): T;
   schema: TSchema;
 }
+
+/** What a validator lets through: the type of an input once validated. */
+export type Valid<V> = V extends Validator<infer T> ? T : never;
 
 type Json = Record<string, unknown>;
 

@@ -13,8 +13,7 @@ import type { LimitOverrides, PlanTier } from '../actors/org/plans.js';
 import type { DomainEvent } from '../actors/records.js';
 import type { Clock } from '../clock.js';
 import { AppError } from '../errors.js';
-import type { ActorPool } from './actor-pool.js';
-import { ORG_ACTOR } from './protocol.js';
+import type { ActorPool } from '../runtime/actor-pool.js';
 
 /** Jobs admitted on a UTC day: what a release hands back. */
 export interface Admission {
@@ -51,11 +50,7 @@ export class Quotas {
     const fromCredit = this.take(organizationId, payloadBytes);
     if (fromCredit) return fromCredit;
     try {
-      const r = await this.pool.ask<{ day: string; granted: number; payloadCap: number | null }>(organizationId, ORG_ACTOR, 'admit', {
-        n,
-        payloadBytes,
-        credit: CREDIT_ASK,
-      });
+      const r = await this.pool.askOrg(organizationId, 'admit', { n, payloadBytes, credit: CREDIT_ASK });
       this.add(organizationId, r.day, r.granted, r.payloadCap);
       return { n, day: r.day };
     } catch (err) {
@@ -70,20 +65,20 @@ export class Quotas {
 
   /** n of the admitted jobs were not created (duplicates, failures). */
   releaseJobs(organizationId: string, admission: Admission, n: number): void {
-    if (n > 0) this.pool.tell(organizationId, ORG_ACTOR, 'releaseJobs', { n, day: admission.day });
+    if (n > 0) this.pool.tellOrg(organizationId, 'releaseJobs', { n, day: admission.day });
   }
 
   async reserve(organizationId: string, resource: CountedResource): Promise<void> {
-    await this.pool.ask(organizationId, ORG_ACTOR, 'reserve', { resource });
+    await this.pool.askOrg(organizationId, 'reserve', { resource });
   }
 
   release(organizationId: string, resource: CountedResource): void {
-    this.pool.tell(organizationId, ORG_ACTOR, 'counted', { resource, delta: -1 });
+    this.pool.tellOrg(organizationId, 'counted', { resource, delta: -1 });
   }
 
   /** The actor's figures less the credit this thread holds (admitted ahead, not yet used). */
   async usage(organizationId: string): Promise<Usage> {
-    const u = await this.pool.ask<Usage>(organizationId, ORG_ACTOR, 'usage', {});
+    const u = await this.pool.askOrg(organizationId, 'usage', {});
     const c = this.credits.get(organizationId);
     const held = c && c.day === u.day ? c.jobs : 0;
     return { ...u, jobs_today: u.jobs_today - held, active_jobs: u.active_jobs - held };
@@ -91,12 +86,12 @@ export class Quotas {
 
   async setPlan(organizationId: string, plan: PlanTier, overrides: LimitOverrides): Promise<void> {
     this.giveBack(organizationId);
-    await this.pool.ask(organizationId, ORG_ACTOR, 'setPlan', { plan, overrides });
+    await this.pool.askOrg(organizationId, 'setPlan', { plan, overrides });
   }
 
   async resetUsage(organizationId: string): Promise<void> {
     this.giveBack(organizationId);
-    await this.pool.ask(organizationId, ORG_ACTOR, 'resetUsage', {});
+    await this.pool.askOrg(organizationId, 'resetUsage', {});
   }
 
   stop(): void {
@@ -149,9 +144,9 @@ export class Quotas {
       // Rebuilt from rows (a failed commit, a restarted thread): credit held here is not in its counts.
       else if (e.type === 'org.loaded') this.credits.delete(e.organization_id);
       else if (e.type === 'queue.created' || e.type === 'queue.deleted') {
-        this.pool.tell(e.organization_id, ORG_ACTOR, 'counted', { resource: 'queues', delta: e.type === 'queue.created' ? 1 : -1 });
+        this.pool.tellOrg(e.organization_id, 'counted', { resource: 'queues', delta: e.type === 'queue.created' ? 1 : -1 });
       }
     }
-    for (const [org, n] of finished) this.pool.tell(org, ORG_ACTOR, 'jobsFinished', { n });
+    for (const [org, n] of finished) this.pool.tellOrg(org, 'jobsFinished', { n });
   }
 }

@@ -1,5 +1,5 @@
-// The job as the API shows it. Rows come from SELECT (Dates), from RETURNING to_jsonb (strings) or from an
-// actor (epoch ms); every timestamp leaves as ISO 8601 UTC. The completion webhook secret never leaves.
+// The job as the API shows it (REST and gRPC). Rows come from SELECT (Dates), from RETURNING to_jsonb
+// (strings) or from an actor (epoch ms); every timestamp leaves as ISO 8601 UTC. The completion webhook secret never leaves.
 
 const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at', 'updated_at', 'lease_expires_at'] as const;
 
@@ -36,3 +36,12 @@ export function presentJob(row: Record<string, unknown>): Record<string, unknown
 }
 
 export { isoOf };
+
+/** A lease reply of a queue actor: its epoch-ms times as ISO 8601. */
+export function presentTimes(reply: object): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...reply };
+  for (const k of ['completed_at', 'scheduled_at', 'lease_expires_at']) {
+    if (typeof out[k] === 'number') out[k] = new Date(out[k] as number).toISOString();
+  }
+  return out;
+}

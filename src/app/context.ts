@@ -1,0 +1,27 @@
+// What the use cases are given: the node's configuration and clock, the actors (every write to jobs and queues
+// goes through them), the store (reads, and the writes of resources no actor owns), job routing, quota
+// admission, the event bus, and the channel that tells every node of a change to what it caches.
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { InvalidationChannel } from '../io/db/invalidations.js';
+import type { Store } from '../io/db/store.js';
+import type { Log } from '../log.js';
+import type { ActorPool } from '../runtime/actor-pool.js';
+import type { JobPlaces } from '../runtime/job-places.js';
+import type { EventBus } from './events.js';
+import type { Quotas } from './quotas.js';
+
+export interface AppContext {
+  config: Config;
+  /** The node's clock: windows and ages computed by reads agree with the actors' time. */
+  clock: Clock;
+  log: Log;
+  actors: ActorPool;
+  store: Store;
+  places: JobPlaces;
+  quotas: Quotas;
+  /** Public events of every organization, after commit: streams and outgoing webhooks listen here. */
+  events: EventBus;
+  /** Tells every node of a committed change to what they cache (keys, tokens, plans, webhook endpoints). */
+  invalidations: InvalidationChannel;
+}

@@ -1,0 +1,354 @@
+// Jobs: every operation on jobs, written once, for REST, gRPC, incoming webhooks and the scheduler alike.
+//
+//   enqueue     validate the definition's times and URL, admit it against the quotas (413, 429), ask the
+//               queue's actor to insert it (commit before reply); a duplicate idempotency key answers the job
+//               holding it (created: false) and gives the admission back
+//   bulk        each item validated alone (an invalid item is reported, not fatal), the valid ones admitted
+//               together, then enqueued one by one
+//   claim       the queue's actor hands out up to `limit` jobs under leases (long poll with wait_ms); jobs
+//               claimed for a client that left are unclaimed (pending again at once, no attempt spent)
+//   complete / fail / heartbeat    the actor holding the job checks the lease (409 LEASE_EXPIRED)
+//   cancel / priority    live jobs only; a terminal job answers 409 JOB_NOT_LIVE naming its status
+//   retry / revive       a dead-lettered or cancelled job comes back pending with a fresh retry budget,
+//               counted as a creation; workflow jobs are retried with their workflow (409 WORKFLOW_JOB)
+//   get / list / statuses / stats     reads, straight from the store: every state an actor reported is
+//               committed before its reply, so the store is never behind an answer given
+import Type, { type Static } from 'typebox';
+import type { ClaimReply, EnqueueInput, ReviveOutcome } from '../actors/queue/queue-actor.js';
+import type { JobStatus } from '../actors/records.js';
+import { AppError, notFound, validationError } from '../errors.js';
+import { getJob } from '../io/db/sql/getJob.js';
+import { getJobByKey } from '../io/db/sql/getJobByKey.js';
+import { jobStats, type StatusCounts } from '../io/db/sql/jobStats.js';
+import { jobStatuses, type JobStatusRow } from '../io/db/sql/jobStatuses.js';
+import { listJobs, type JobFilter, type JobKey } from '../io/db/sql/listJobs.js';
+import { terminalJobs, type TerminalJob } from '../io/db/sql/terminalJobs.js';
+import type { Row } from '../io/db/store.js';
+import { validator, type Valid } from '../io/validate.js';
+import { policyOf, urlProblem, type UrlPolicy } from '../io/webhooks/ssrf.js';
+import type { QueueOps } from '../runtime/protocol.js';
+import type { AppContext } from './context.js';
+import { JsonObject, LeaseId, LeaseSecs, MaxRetries, parseTime, Priority, QueueName, WorkerId } from './fields.js';
+import type { Admission } from './quotas.js';
+
+export const JobDefinition = Type.Object({
+  queue_name: QueueName,
+  payload: JsonObject,
+  idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  priority: Type.Optional(Priority),
+  scheduled_at: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
+  max_retries: Type.Optional(MaxRetries),
+  timeout_seconds: Type.Optional(LeaseSecs),
+  completion_webhook: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])),
+  completion_webhook_secret: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()])),
+  tags: Type.Optional(
+    Type.Union([
+      Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 256 })),
+      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50 }),
+    ]),
+  ),
+});
+export type JobDefinition = Static<typeof JobDefinition>;
+export const EnqueueBody = validator(JobDefinition);
+
+export const BULK_MAX = 100;
+// Top-level fields are defaults for the items; a bare array of definitions is accepted too.
+export const BulkBody = validator(
+  Type.Object({
+    jobs: Type.Array(Type.Unknown(), { minItems: 1, maxItems: BULK_MAX }),
+    queue_name: Type.Optional(QueueName),
+    priority: Type.Optional(Priority),
+    max_retries: Type.Optional(MaxRetries),
+    timeout_seconds: Type.Optional(LeaseSecs),
+  }),
+);
+export type BulkRequest = Valid<typeof BulkBody>;
+
+export const ClaimBody = validator(
+  Type.Object({
+    queue_name: QueueName,
+    worker_id: WorkerId,
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    lease_duration_secs: Type.Optional(LeaseSecs),
+    wait_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 30_000 })),
+  }),
+);
+export type ClaimRequest = Valid<typeof ClaimBody>;
+
+export const CompleteBody = validator(Type.Object({ worker_id: WorkerId, lease_id: LeaseId, result: Type.Optional(Type.Unknown()) }));
+export const FailBody = validator(
+  Type.Object({
+    worker_id: WorkerId,
+    lease_id: LeaseId,
+    error: Type.String({ minLength: 1, maxLength: 10_000 }),
+    retryable: Type.Optional(Type.Boolean()),
+  }),
+);
+export const HeartbeatBody = validator(
+  Type.Object({ worker_id: WorkerId, lease_id: Type.Optional(LeaseId), lease_duration_secs: Type.Optional(LeaseSecs) }),
+);
+export type CompleteRequest = Valid<typeof CompleteBody>;
+export type FailRequest = Valid<typeof FailBody>;
+export type HeartbeatRequest = Valid<typeof HeartbeatBody>;
+
+export const PriorityBody = validator(Type.Object({ priority: Priority }));
+
+export const MAX_STATUS_IDS = 100;
+
+/** The new job (its row with the payload), or the existing job holding the idempotency key. */
+export interface Enqueued {
+  created: boolean;
+  job: Row;
+}
+
+export interface BulkOutcome {
+  succeeded: Array<{ index: number; id: string; created: boolean }>;
+  failed: Array<{ index: number; error: Record<string, unknown> }>;
+  total: number;
+  success_count: number;
+  failure_count: number;
+}
+
+/** A job definition compiled for the queue actor, with its payload size (the quota's payload cap). */
+export interface CompiledJob {
+  queue: string;
+  input: EnqueueInput;
+  bytes: number;
+}
+
+/**
+ * A workflow job comes back with its workflow (POST /workflows/:id/retry), which re-blocks it behind parents that
+ * have not completed and runs the workflow again; reviving it alone would run it out of order.
+ */
+export const workflowJob = (workflowId: string): AppError =>
+  new AppError('WORKFLOW_JOB', `The job belongs to workflow ${workflowId}: retry the workflow (POST /api/v1/workflows/${workflowId}/retry)`, {
+    workflow_id: workflowId,
+  });
+
+export class Jobs {
+  private readonly urlPolicy: UrlPolicy;
+
+  constructor(private readonly c: AppContext) {
+    this.urlPolicy = policyOf(c.config);
+  }
+
+  /** A validated definition, compiled for the queue actor (422 on a bad time or URL). */
+  compile(def: JobDefinition): CompiledJob {
+    return {
+      queue: def.queue_name,
+      bytes: Buffer.byteLength(JSON.stringify(def.payload)),
+      input: {
+        payload: def.payload,
+        priority: def.priority ?? 0,
+        max_retries: def.max_retries ?? null,
+        timeout_seconds: def.timeout_seconds ?? null,
+        scheduled_at: parseTime('scheduled_at', def.scheduled_at),
+        idempotency_key: def.idempotency_key ?? null,
+        tags: Array.isArray(def.tags) ? Object.fromEntries(def.tags.map((t) => [t, ''])) : (def.tags ?? {}),
+        completion_webhook: this.completionWebhook(def.completion_webhook),
+        completion_webhook_secret: def.completion_webhook_secret ?? null,
+      },
+    };
+  }
+
+  /** One job: admitted against the job quotas (413, 429), then enqueued. */
+  async enqueue(org: string, def: JobDefinition): Promise<Enqueued> {
+    const { queue, input, bytes } = this.compile(def);
+    return this.enqueueAdmitted(org, queue, input, await this.c.quotas.admitJobs(org, [bytes]));
+  }
+
+  /**
+   * Items are validated one by one: an invalid item is reported without sinking the valid ones. The valid ones
+   * are admitted together (a quota that cannot take them all refuses the request).
+   */
+  async bulk(org: string, request: BulkRequest): Promise<BulkOutcome> {
+    const { jobs, ...defaults } = request;
+    const failed: BulkOutcome['failed'] = [];
+    const valid: Array<{ index: number } & CompiledJob> = [];
+    jobs.forEach((item, index) => {
+      try {
+        const merged = item !== null && typeof item === 'object' && !Array.isArray(item) ? { ...defaults, ...item } : item;
+        valid.push({ index, ...this.compile(EnqueueBody(merged)) });
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        failed.push({ index, error: err.toBody() });
+      }
+    });
+    const succeeded: BulkOutcome['succeeded'] = [];
+    if (valid.length > 0) {
+      const admission = await this.c.quotas.admitJobs(org, valid.map((v) => v.bytes));
+      const outcomes = await Promise.allSettled(valid.map((v) => this.enqueueAdmitted(org, v.queue, v.input, admission)));
+      outcomes.forEach((o, i) => {
+        const index = valid[i]!.index;
+        if (o.status === 'fulfilled') succeeded.push({ index, id: o.value.job.id as string, created: o.value.created });
+        else failed.push({ index, error: (o.reason instanceof AppError ? o.reason : new AppError('INTERNAL')).toBody() });
+      });
+    }
+    failed.sort((a, b) => a.index - b.index);
+    return { succeeded, failed, total: jobs.length, success_count: succeeded.length, failure_count: failed.length };
+  }
+
+  /**
+   * Enqueues one job admitted by quotas.admitJobs: the one path by which a job is created (POST /jobs, bulk,
+   * incoming webhooks, schedule fires), so idempotency, quota release and job routing behave the same wherever
+   * a job comes from. A job that was not created (an error, or a duplicate idempotency key) gives its admission
+   * back.
+   */
+  async enqueueAdmitted(org: string, queue: string, input: EnqueueInput, admission: Admission): Promise<Enqueued> {
+    let reply: QueueOps['enqueue']['reply'];
+    try {
+      reply = await this.c.actors.ask(org, queue, 'enqueue', input);
+    } catch (err) {
+      this.c.quotas.releaseJobs(org, admission, 1);
+      throw err;
+    }
+    if (reply.created) {
+      this.c.places.remember(org, reply.job.id, queue);
+      return { created: true, job: { ...reply.job, payload: input.payload } };
+    }
+    this.c.quotas.releaseJobs(org, admission, 1);
+    const existing = await getJobByKey(this.c.store, org, reply.idempotency_key);
+    if (!existing) throw new AppError('UNAVAILABLE', 'The job holding this idempotency key could not be read; retry');
+    return { created: false, job: existing };
+  }
+
+  /** Claims for a worker, remembering where each job lives: the claimed rows, payloads included. */
+  async claim(org: string, r: ClaimRequest): Promise<ClaimReply['jobs']> {
+    const reply = await this.c.actors.ask(org, r.queue_name, 'claim', {
+      worker_id: r.worker_id,
+      limit: r.limit ?? 1,
+      lease_duration_secs: r.lease_duration_secs ?? null,
+      wait_ms: r.wait_ms ?? 0,
+    });
+    for (const j of reply.jobs) this.c.places.remember(org, j.id as string, r.queue_name);
+    return reply.jobs;
+  }
+
+  /**
+   * Jobs claimed for a worker that never got them (its long poll or stream was gone when they came): back to
+   * pending at once, not after their lease. Best effort: a failure only leaves them to their lease expiry.
+   */
+  unclaim(org: string, jobs: ClaimReply['jobs']): void {
+    const byQueue = new Map<string, Array<{ id: string; lease_id: string }>>();
+    for (const j of jobs) {
+      const queue = j.queue_name as string;
+      byQueue.set(queue, [...(byQueue.get(queue) ?? []), { id: j.id as string, lease_id: j.lease_id as string }]);
+    }
+    for (const [queue, items] of byQueue) this.c.actors.ask(org, queue, 'unclaim', { items }).catch(() => {});
+  }
+
+  async complete(org: string, id: string, r: CompleteRequest): Promise<QueueOps['complete']['reply']> {
+    return this.c.actors.ask(org, await this.queueOf(org, id), 'complete', { id, worker_id: r.worker_id, lease_id: r.lease_id, result: r.result ?? null });
+  }
+
+  async fail(org: string, id: string, r: FailRequest): Promise<QueueOps['fail']['reply']> {
+    return this.c.actors.ask(org, await this.queueOf(org, id), 'fail', {
+      id,
+      worker_id: r.worker_id,
+      lease_id: r.lease_id,
+      error: r.error,
+      retryable: r.retryable ?? true,
+    });
+  }
+
+  async heartbeat(org: string, id: string, r: HeartbeatRequest): Promise<QueueOps['heartbeat']['reply']> {
+    return this.c.actors.ask(org, await this.queueOf(org, id), 'heartbeat', {
+      id,
+      worker_id: r.worker_id,
+      lease_id: r.lease_id ?? null,
+      lease_duration_secs: r.lease_duration_secs ?? null,
+    });
+  }
+
+  async cancel(org: string, id: string): Promise<NonNullable<QueueOps['cancel']['reply']>> {
+    const reply = await this.c.actors.ask(org, await this.queueOf(org, id), 'cancel', { id });
+    return reply ?? this.notLive(org, id, 'it can no longer be cancelled');
+  }
+
+  async setPriority(org: string, id: string, priority: number): Promise<NonNullable<QueueOps['priority']['reply']>> {
+    const reply = await this.c.actors.ask(org, await this.queueOf(org, id), 'priority', { id, priority });
+    return reply ?? this.notLive(org, id, 'only pending or scheduled jobs can change priority');
+  }
+
+  /** A dead-lettered or cancelled job, pending again with its retry count reset: the job as it now is. */
+  async retry(org: string, id: string): Promise<Row> {
+    const [row] = await terminalJobs(this.c.store, org, { ids: [id], statuses: ['deadletter', 'cancelled'] });
+    if (!row) return this.notLive(org, id, 'only dead-lettered or cancelled jobs can be retried');
+    if (row.workflow_id) throw workflowJob(row.workflow_id);
+    const [outcome] = await this.revive(org, row.queue_name, [row], ['deadletter', 'cancelled']);
+    if (!outcome?.revived) return this.notLive(org, id, outcome?.reason ?? 'it cannot be retried');
+    return outcome.job;
+  }
+
+  /** Revives terminal jobs of one queue through its actor (job, DLQ and workflow retry); each counts as a creation. */
+  async revive(org: string, queue: string, jobs: TerminalJob[], from: JobStatus[]): Promise<ReviveOutcome[]> {
+    const admission = await this.c.quotas.admitJobs(org, jobs.map(() => 0));
+    let outcomes: ReviveOutcome[];
+    try {
+      outcomes = await this.c.actors.ask(org, queue, 'revive', {
+        jobs: jobs.map(({ id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked }) => ({
+          id,
+          priority,
+          max_retries,
+          timeout_seconds,
+          last_error,
+          idempotency_key,
+          callback,
+          workflow_id,
+          blocked,
+        })),
+        from,
+      });
+    } catch (err) {
+      this.c.quotas.releaseJobs(org, admission, jobs.length);
+      throw err;
+    }
+    this.c.quotas.releaseJobs(org, admission, outcomes.filter((o) => !o.revived).length);
+    for (const o of outcomes) if (o.revived) this.c.places.remember(org, o.id, queue);
+    return outcomes;
+  }
+
+  async get(org: string, id: string): Promise<Row> {
+    const row = await getJob(this.c.store, org, id);
+    if (!row) throw notFound('Job');
+    return row;
+  }
+
+  /** A page of jobs, newest first, strictly after the keyset `after`; one row more than `limit` says there is a next page. */
+  list(org: string, filter: JobFilter, after: JobKey | null, limit: number): Promise<Row[]> {
+    return listJobs(this.c.store, org, filter, after, limit);
+  }
+
+  /** In the order asked, each id once; ids that are unknown (or another organization's) are left out. */
+  async statuses(org: string, ids: string[]): Promise<JobStatusRow[]> {
+    const unique = [...new Set(ids)];
+    const byId = new Map((await jobStatuses(this.c.store, org, unique)).map((r) => [r.id, r]));
+    return unique.flatMap((id) => byId.get(id) ?? []);
+  }
+
+  stats(org: string, queue: string | null): Promise<StatusCounts> {
+    return jobStats(this.c.store, org, queue);
+  }
+
+  /** Which queue actor holds the job, or 404. */
+  private async queueOf(org: string, id: string): Promise<string> {
+    const queue = await this.c.places.find(org, id);
+    if (queue === null) throw notFound('Job');
+    return queue;
+  }
+
+  /** Re-reads a job a queue actor did not hold: 404 when it does not exist, otherwise 409 naming its status. */
+  private async notLive(org: string, id: string, what: string): Promise<never> {
+    const row = await getJob(this.c.store, org, id);
+    if (!row) throw notFound('Job');
+    throw new AppError('JOB_NOT_LIVE', `The job is ${row.status}; ${what}`, { job_status: row.status });
+  }
+
+  /** An absolute http(s) URL that passes the SSRF rules of outgoing webhooks (https and a public host in production). */
+  private completionWebhook(url: string | null | undefined): string | null {
+    if (url === undefined || url === null) return null;
+    const problem = urlProblem(url, this.urlPolicy);
+    if (problem !== null) throw validationError([{ field: 'completion_webhook', message: problem }], `completion_webhook ${problem}`);
+    return new URL(url).toString();
+  }
+}

@@ -1,0 +1,128 @@
+// An ActorHost driven directly, without a thread: messages in, replies out, on a real store and a ManualClock.
+// Covers the host's own rules: replies after commit, tells, and that the work a reply does once its commit
+// lands runs as its actor (its timer armed, its writes its own).
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { EnqueueInput } from '../src/actors/queue/queue-actor.js';
+import { ManualClock } from '../src/clock.js';
+import { loadConfig } from '../src/config.js';
+import { migrate } from '../src/io/db/migrate.js';
+import { PgStore } from '../src/io/db/pg.js';
+import { PgliteStore } from '../src/io/db/pglite.js';
+import type { Store } from '../src/io/db/store.js';
+import { ActorHost } from '../src/runtime/actor-host.js';
+import type { OrgOp, OrgOps, QueueOp, QueueOps, ThreadIn, ThreadOut } from '../src/runtime/protocol.js';
+import { freshStore, type StoreLocation } from './helpers.js';
+
+const ORG = '00000000-0000-4000-8000-000000000001';
+
+const input = (extra: Partial<EnqueueInput> = {}): EnqueueInput => ({
+  payload: { n: 1 },
+  priority: 0,
+  max_retries: null,
+  timeout_seconds: null,
+  scheduled_at: null,
+  idempotency_key: null,
+  tags: {},
+  completion_webhook: null,
+  completion_webhook_secret: null,
+  ...extra,
+});
+
+describe('ActorHost without a thread', () => {
+  let location: StoreLocation;
+  let store: Store;
+  let host: ActorHost;
+  const clock = new ManualClock(Date.UTC(2030, 0, 1, 12));
+  const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
+  let nextId = 1;
+
+  const post = (batch: ThreadOut[]) => {
+    for (const m of batch) {
+      const w = waiting.get(m.id);
+      if (!w) continue;
+      waiting.delete(m.id);
+      if (!m.ok) w.reject(Object.assign(new Error(m.error.message), { code: m.error.code }));
+      else if ('value' in m) w.resolve(m.value);
+    }
+  };
+  const send = <R>(make: (id: number) => ThreadIn): Promise<R> => {
+    const id = nextId++;
+    return new Promise<R>((resolve, reject) => {
+      waiting.set(id, { resolve: (v) => resolve(v as R), reject });
+      host.receive([make(id)]);
+    });
+  };
+  const ask = <K extends QueueOp>(queue: string, op: K, args: QueueOps[K]['args']) =>
+    send<QueueOps[K]['reply']>((id) => ({ t: 'queue', id, org: ORG, queue, op, args }));
+  const askOrg = <K extends OrgOp>(op: K, args: OrgOps[K]['args']) => send<OrgOps[K]['reply']>((id) => ({ t: 'org', id, org: ORG, op, args }));
+  const tick = () => send<null>((id) => ({ t: 'tick', id }));
+  const status = async (id: string) => (await store.query<{ status: string }>('SELECT status FROM jobs WHERE id = $1', [id]))[0]?.status;
+
+  before(async () => {
+    location = await freshStore();
+    const url = location.env.DATABASE_URL;
+    store = url ? new PgStore(url, 2) : await PgliteStore.open(path.join(location.env.DATA_DIR!, 'pglite'));
+    await migrate(store);
+    await store.query(
+      `INSERT INTO organizations (id, name, slug, plan, limit_overrides, created_at, updated_at) VALUES ($1, 'Host', 'host', 'pro', '{}', now(), now())`,
+      [ORG],
+    );
+    const config = loadConfig({ DATA_DIR: location.env.DATA_DIR!, ACTOR_THREADS: '1', LOG_LEVEL: 'warn' });
+    host = new ActorHost({ index: 0, threads: 1, config, store, clock, post });
+    await host.boot();
+  });
+  after(async () => {
+    await send((id) => ({ t: 'stop', id }));
+    await location.dispose();
+  });
+
+  test('an enqueue is answered once committed, and the row is there', async () => {
+    const r = await ask('plain', 'enqueue', input());
+    assert.ok(r.created);
+    assert.equal(await status(r.job.id), 'pending');
+  });
+
+  test('a keyed delayed job on an idle queue falls due on its own: its timer is armed once the commit says it won its key', async () => {
+    const r = await ask('idle1', 'enqueue', input({ idempotency_key: 'k1', scheduled_at: clock.now() + 3_000 }));
+    assert.ok(r.created);
+    assert.equal(await status(r.job.id), 'scheduled');
+    await clock.advance(6_000);
+    await tick();
+    assert.equal(await status(r.job.id), 'pending');
+  });
+
+  test('a revived job feeds a parked claim, and that claim is committed under the queue it belongs to', async () => {
+    const r = await ask('revive1', 'enqueue', input({ max_retries: 0 }));
+    assert.ok(r.created);
+    const [c] = (await ask('revive1', 'claim', { worker_id: 'w', limit: 1, lease_duration_secs: null, wait_ms: 0 })).jobs;
+    await ask('revive1', 'fail', { id: r.job.id, worker_id: 'w', lease_id: c!.lease_id as string, error: 'boom', retryable: false });
+    assert.equal(await status(r.job.id), 'deadletter');
+    const parked = ask('revive1', 'claim', { worker_id: 'w2', limit: 1, lease_duration_secs: null, wait_ms: 5_000 });
+    const revived = await ask('revive1', 'revive', {
+      jobs: [{ id: r.job.id, priority: 0, max_retries: 0, timeout_seconds: 300, last_error: 'boom', idempotency_key: null, callback: false }],
+      from: ['deadletter'],
+    });
+    assert.equal(revived[0]!.revived, true);
+    const { jobs } = await parked;
+    assert.equal(jobs[0]?.id, r.job.id);
+    assert.equal(await status(r.job.id), 'processing');
+  });
+
+  test('the quota actor answers without a commit, and a tell is answered by nobody', async () => {
+    const before = await askOrg('usage', {});
+    await askOrg('reserve', { resource: 'queues' });
+    host.receive([{ t: 'org', id: 0, org: ORG, op: 'counted', args: { resource: 'queues', delta: -1 } }]);
+    const after = await askOrg('usage', {});
+    assert.equal(after.counts.queues, before.counts.queues);
+  });
+
+  test('an unknown operation fails its own request with a catalog error', async () => {
+    // What a peer built from another version could send: the op map is the contract, anything else is refused.
+    const bad = { t: 'queue', id: nextId++, org: ORG, queue: 'plain', op: 'explode', args: {} } as unknown as ThreadIn;
+    const answer = new Promise((resolve, reject) => waiting.set((bad as { id: number }).id, { resolve, reject }));
+    host.receive([bad]);
+    await assert.rejects(answer, (err: Error & { code?: string }) => err.code === 'INTERNAL');
+  });
+});
