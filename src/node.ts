@@ -48,7 +48,7 @@ import { Metrics } from './runtime/metrics.js';
 import { eventRoutes, eventSocket } from './io/http/routes/events.js';
 import { StreamHub } from './io/events/hub.js';
 import { QueueStatsFeed } from './io/events/queue-stats.js';
-import { RetentionSweeper } from './runtime/retention.js';
+import { RetentionSweeper } from './app/retention.js';
 import { Scheduler } from './runtime/scheduler.js';
 import { spawnWorker } from './runtime/spawn.js';
 import { workerRoutes } from './io/http/routes/workers.js';
@@ -213,7 +213,6 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       retryUnitMs: config.webhookRetryUnitMs,
       timeoutMs: config.webhookTimeoutMs,
       concurrency: config.webhookConcurrency,
-      planOverrides: config.planOverrides,
       invalidations: channel,
     });
     const flows = (workflows = new WorkflowCoordinator({ pool, store, quotas, events, places: services.places, clock, log }));

@@ -523,8 +523,8 @@ describe('outgoing webhooks', () => {
     await insert('success', 2 * 86_400_000);
     await insert('failed', 2 * 86_400_000);
     await insert('success', 3_600_000);
-    const deleted = await n.node.webhooks.pruneOnce();
-    assert.ok(deleted >= 2);
+    const { deliveries } = await n.node.retention.sweepOnce();
+    assert.ok(deliveries >= 2);
     const left = await n.node.store.query('SELECT status FROM webhook_deliveries WHERE webhook_id = $1', [hook.id]);
     assert.equal(left.length, 1);
   });

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { PLANS, PLAN_TIERS, planLimit } from '../src/actors/org/plans.js';
 import { ManualClock } from '../src/clock.js';
 import type { Store } from '../src/io/db/store.js';
-import { RetentionSweeper } from '../src/runtime/retention.js';
+import { RetentionSweeper } from '../src/app/retention.js';
 import { sleep, startTestNode, type Api, type TestNode } from './helpers.js';
 import { insertKey } from './http-assert.js';
 
@@ -175,7 +175,7 @@ describe('retention sweep', () => {
     const counting: Store = {
       query: async (sql, params, name) => {
         const rows = await real.query(sql, params, name);
-        if (/^\s*WITH gone AS \(\s*DELETE/.test(sql) && params?.[0] === org.organizationId) batches.push(rows[0]!.n);
+        if (/^\s*WITH gone AS \(\s*DELETE FROM jobs/.test(sql) && params?.[0] === org.organizationId) batches.push(rows[0]!.n);
         return rows as any[];
       },
       exec: (sql) => real.exec(sql),

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { MAX_BODY_BYTES } from '../src/io/http/server.js';
-import { Api, startTestNode, type ApiResponse, type TestNode } from './helpers.js';
+import { Api, startTestNode, type TestNode } from './helpers.js';
 import { allowOf, assertError, assertInvalid, insertKey, orgOf } from './http-assert.js';
 
 const JOBS = '/api/v1/jobs';

@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { StoreLink } from '../io/db/store.js';
 import type { ThreadInit } from './actor-thread.js';
-import { ORG_ACTOR, type CommitStats, type OrgAsk, type OrgOp, type OrgOps, type QueueAsk, type QueueOp, type QueueOps, type ThreadIn, type ThreadOut } from './protocol.js';
+import { ORG_ACTOR, type CommitStats, type OrgOp, type OrgOps, type QueueOp, type QueueOps, type ThreadIn, type ThreadOut } from './protocol.js';
 import { actorKey, shardOf } from './shard.js';
 import { spawnWorker } from './spawn.js';
 

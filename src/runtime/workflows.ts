@@ -17,7 +17,7 @@
 // change out of creating/running gives back the organization's 'workflows' slot.
 import { JobIds } from '../actors/ids.js';
 import type { EnqueueInput, ReviveInput } from '../actors/queue/queue-actor.js';
-import type { DomainEvent, JobStatus } from '../actors/records.js';
+import type { DomainEvent } from '../actors/records.js';
 import { doomed, isLive, outcome, releasable, waitsOnParents, type WorkflowStatus } from '../actors/workflow/graph.js';
 import type { Clock } from '../clock.js';
 import { AppError, notFound } from '../errors.js';

@@ -12,8 +12,6 @@
 // and requests in flight are cut short and their deliveries stay pending for the next boot. The retry waits are
 // real time (WEBHOOK_RETRY_UNIT_MS), like the HTTP timeouts; timestamps come from the node's clock.
 import { randomUUID } from 'node:crypto';
-import { setImmediate as yieldTurn } from 'node:timers/promises';
-import { isPlanTier, resolveLimits, type LimitOverrides, type PlanOverrides } from '../../actors/org/plans.js';
 import type { Clock } from '../../clock.js';
 import type { EventBus, SluiceEvent } from '../../app/events.js';
 import type { Quotas } from '../../app/quotas.js';
@@ -22,9 +20,7 @@ import { finishDelivery } from '../db/sql/finishDelivery.js';
 import { getJob } from '../db/sql/getJob.js';
 import { insertDelivery, type NewDelivery } from '../db/sql/insertDelivery.js';
 import { enabledWebhooks, getOutgoingWebhook, type OutgoingWebhookRow } from '../db/sql/listOutgoingWebhooks.js';
-import { organizationPlans } from '../db/sql/organizationPlans.js';
 import { pendingDeliveries, type PendingDelivery } from '../db/sql/pendingDeliveries.js';
-import { pruneDeliveries } from '../db/sql/pruneDeliveries.js';
 import { recordDeliveryAttempt } from '../db/sql/recordDeliveryAttempt.js';
 import type { Store } from '../db/store.js';
 import type { InvalidationChannel } from '../db/invalidations.js';
@@ -51,11 +47,8 @@ export const WEBHOOK_EVENTS = [
   'schedule.triggered',
 ] as const;
 
-const PRUNE_BATCH = 1_000;
 /** Changes are announced to every node (see invalidate); this bounds the staleness of a missed announcement. */
 const CACHE_TTL_MS = 30_000;
-const ORG_PAGE = 500;
-const DAY_MS = 86_400_000;
 
 export interface DispatcherOptions {
   store: Store;
@@ -67,11 +60,8 @@ export interface DispatcherOptions {
   retryUnitMs: number;
   timeoutMs: number;
   concurrency: number;
-  planOverrides: PlanOverrides;
   /** Tells every node that an organization's endpoints changed (their caches drop it: see forget). */
   invalidations: InvalidationChannel;
-  /** Time between history prunes (real time). */
-  pruneIntervalMs?: number;
 }
 
 interface Target {
@@ -96,7 +86,6 @@ export class WebhookDispatcher {
   private readonly tasks = new Set<Promise<unknown>>();
   private readonly sleepers = new Set<() => void>();
   private unsubscribe: (() => void) | null = null;
-  private pruneTimer: NodeJS.Timeout | null = null;
   private stopping = false;
 
   constructor(private readonly o: DispatcherOptions) {
@@ -106,15 +95,12 @@ export class WebhookDispatcher {
   start(): void {
     this.unsubscribe = this.o.events.subscribe(null, (e) => this.track(this.onEvent(e)), (org, event, data) => this.wants(org, event, data));
     this.track(this.resume());
-    this.pruneTimer = setInterval(() => this.track(this.pruneOnce()), this.o.pruneIntervalMs ?? 3_600_000);
-    this.pruneTimer.unref();
   }
 
   /** Cuts waits and requests short (their deliveries stay pending) and waits for every task to end. */
   async stop(): Promise<void> {
     this.stopping = true;
     this.unsubscribe?.();
-    if (this.pruneTimer) clearInterval(this.pruneTimer);
     for (const wake of this.sleepers) wake();
     await this.sender.close();
     while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
@@ -147,33 +133,6 @@ export class WebhookDispatcher {
     const d = this.newDelivery(webhook.organization_id, 'test', webhook.id, null, eventId, TEST_EVENT, body, at);
     await insertDelivery(this.o.store, d);
     return this.deliver(d, 0, webhook, 1);
-  }
-
-  /** Deletes finished deliveries past each organization's history retention; returns how many went. */
-  async pruneOnce(): Promise<number> {
-    let deleted = 0;
-    let afterId: string | null = null;
-    const now = this.o.clock.now();
-    while (!this.stopping) {
-      const orgs = await organizationPlans(this.o.store, afterId, ORG_PAGE);
-      for (const org of orgs) {
-        const days = this.retentionDays(org.plan, org.limit_overrides);
-        if (days === null) continue;
-        for (;;) {
-          const n = await pruneDeliveries(this.o.store, org.id, new Date(now - days * DAY_MS), PRUNE_BATCH);
-          deleted += n;
-          if (n < PRUNE_BATCH || this.stopping) break;
-          await yieldTurn();
-        }
-      }
-      if (orgs.length < ORG_PAGE) break;
-      afterId = orgs[orgs.length - 1]!.id;
-    }
-    return deleted;
-  }
-
-  private retentionDays(plan: string, overrides: LimitOverrides): number | null {
-    return isPlanTier(plan) ? resolveLimits(plan, this.o.planOverrides, overrides).history_retention_days : null;
   }
 
   private track(p: Promise<unknown>): void {
