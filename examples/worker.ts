@@ -16,7 +16,7 @@ async function send(email: Email, signal: AbortSignal): Promise<{ messageId: str
     signal.addEventListener('abort', () => (clearTimeout(t), reject(signal.reason)), { once: true });
   });
   if (Math.random() < 0.1) throw new Error('SMTP 451: try again later'); // retried with backoff
-  return { messageId: `<${Date.now()}@example.com>` };
+  return { messageId: `<${Date.now()}.${email.to}@example.com>` };
 }
 
 const worker = new Worker<Email>(
