@@ -1,10 +1,11 @@
 // Dead-letter queue actions: retry (by ids, or a queue's oldest up to a limit; retry count reset) and purge
 // (by ids, queue and/or age; `confirm: true` required). Listing is in job-queries.ts.
-import Type from 'typebox';
+import Type, { type TObject } from 'typebox';
 import { validationError } from '../../../errors.js';
 import { purgeDeadLetters } from '../../db/sql/purgeDeadLetters.js';
 import { terminalJobs, type TerminalJob } from '../../db/sql/terminalJobs.js';
 import type { Request, Response, Route } from '../router.js';
+import { DlqPurgeResult, DlqRetryResult } from '../schemas.js';
 import { validator } from '../validate.js';
 import { QueueName, parseTime, Uuid, workflowJob } from './jobs.js';
 import { reviveJobs, type Services } from './services.js';
@@ -82,10 +83,16 @@ export function dlqRoutes(s: Services): Route[] {
       permission: 'dlq:write',
       handler: retry,
       doc: {
+        operationId: 'retryDeadLetterJobs',
         summary: 'Retry dead-lettered jobs',
         description: `By job_ids (up to ${MAX_IDS}), or the oldest of queue_name up to limit (default 100, at most ${MAX_BY_QUEUE}). Retry counts are reset.`,
-        body: RetryBody.schema,
-        responses: { 200: { description: '{retried, job_ids, failed: [{id, error}]}' } },
+        // job_ids or queue_name: the handler refuses a body with neither.
+        body: Type.Union([
+          Type.Object({ job_ids: Type.Array(Uuid, { minItems: 1, maxItems: MAX_IDS }) }),
+          Type.Object({ queue_name: QueueName, limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_BY_QUEUE })) }),
+        ]),
+        responses: { 200: { description: 'What was retried, and why the others were not', schema: DlqRetryResult } },
+        errors: ['QUOTA_EXCEEDED', 'SHARD_MOVED'],
       },
     },
     {
@@ -94,10 +101,12 @@ export function dlqRoutes(s: Services): Route[] {
       permission: 'dlq:write',
       handler: purge,
       doc: {
+        operationId: 'purgeDeadLetterJobs',
         summary: 'Delete dead-lettered jobs',
         description: 'Every given filter applies (job_ids, queue_name, older_than: dead-lettered before that instant). confirm: true is required.',
-        body: PurgeBody.schema,
-        responses: { 200: { description: '{purged}' } },
+        // confirm: true is checked by the handler (a purge cannot be undone).
+        body: Type.Object({ ...(PurgeBody.schema as TObject).properties, confirm: Type.Literal(true) }),
+        responses: { 200: { description: 'How many jobs were deleted', schema: DlqPurgeResult } },
       },
     },
   ];

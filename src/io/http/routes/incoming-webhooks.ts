@@ -18,7 +18,7 @@ import { ensureWebhookToken, findWebhookToken, rotateWebhookToken } from '../../
 import type { Principal } from '../auth.js';
 import type { Request, Response, Route } from '../router.js';
 import { CreatedJob } from '../schemas.js';
-import { EnqueueBody, enqueueJob } from './jobs.js';
+import { EnqueueBody, enqueueJob, JOB_ADMISSION } from './jobs.js';
 import type { Services } from './services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -28,10 +28,13 @@ const WEBHOOK_PERMISSIONS = Object.freeze(['jobs:write']);
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 const newToken = (): string => `whk_${randomBytes(32).toString('base64url')}`;
 
-const Token = Type.Object({
-  token: Type.String({ description: 'send it as X-Webhook-Token' }),
-  url: Type.String({ description: 'where to POST jobs: <base>/api/v1/webhooks/<organization id>/custom' }),
-});
+const Token = Type.Object(
+  {
+    token: Type.String({ description: 'send it as X-Webhook-Token' }),
+    url: Type.String({ description: 'where to POST jobs: <base>/api/v1/webhooks/<organization id>/custom' }),
+  },
+  { $id: 'WebhookToken' },
+);
 
 export function incomingWebhookRoutes(s: Services): Route[] {
   const refused = () => new AppError('UNAUTHORIZED', 'A valid X-Webhook-Token is required');
@@ -63,6 +66,7 @@ export function incomingWebhookRoutes(s: Services): Route[] {
       authenticate,
       handler: (req) => enqueueJob(s, req.principal.organizationId, req.body),
       doc: {
+        operationId: 'enqueueJobFromWebhook',
         summary: 'Incoming webhook: enqueue a job given in the service’s own job format',
         description:
           'No Bearer credential: the header X-Webhook-Token must hold the organization’s webhook token (401 otherwise, also for an ' +
@@ -70,6 +74,8 @@ export function incomingWebhookRoutes(s: Services): Route[] {
           'use the provider’s event id as idempotency_key.',
         body: EnqueueBody.schema,
         responses: { 201: { description: 'Created', schema: CreatedJob }, 200: { description: 'The job holding this idempotency key', schema: CreatedJob } },
+        errors: JOB_ADMISSION,
+        security: ['webhookToken'],
       },
     },
     {
@@ -78,8 +84,10 @@ export function incomingWebhookRoutes(s: Services): Route[] {
       permission: '*',
       handler: async (req) => answer(req, await ensureWebhookToken(s.store, req.principal.organizationId, newToken())),
       doc: {
+        operationId: 'getWebhookToken',
         summary: 'The organization’s incoming-webhook token and URL (the token is created on the first call)',
         responses: { 200: { description: 'The token and the URL', schema: Token } },
+        errors: ['NOT_FOUND'],
       },
     },
     {
@@ -89,8 +97,10 @@ export function incomingWebhookRoutes(s: Services): Route[] {
       handler: async (req) =>
         answer(req, await rotateWebhookToken(s.store, req.principal.organizationId, newToken(), new Date(s.clock.now()))),
       doc: {
+        operationId: 'regenerateWebhookToken',
         summary: 'Rotate the incoming-webhook token: the old one is refused at once',
         responses: { 200: { description: 'The new token and the URL', schema: Token } },
+        errors: ['NOT_FOUND'],
       },
     },
   ];

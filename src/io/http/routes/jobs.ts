@@ -1,11 +1,11 @@
 // Job routes: enqueue (one or bulk), get, claim, complete, fail, heartbeat, cancel, priority, retry.
-import Type, { type Static, type TSchema } from 'typebox';
-import { AppError, notFound, validationError } from '../../../errors.js';
+import Type, { type Static, type TObject, type TSchema } from 'typebox';
+import { AppError, notFound, validationError, type ErrorCode } from '../../../errors.js';
 import type { ClaimReply, EnqueueInput } from '../../../actors/queue/queue-actor.js';
 import { getJob } from '../../db/sql/getJob.js';
 import { terminalJobs } from '../../db/sql/terminalJobs.js';
 import { presentJob } from '../present.js';
-import { CreatedJob, Job, JsonObject } from '../schemas.js';
+import { BulkResult, ClaimedJobs, CreatedJob, Job, JobCancelled, JobCompleted, JobFailed, JobPriority, JsonObject, LeaseExtended } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
 import type { Admission } from '../../../runtime/quotas.js';
@@ -40,6 +40,10 @@ const JobDefinition = Type.Object({
     ),
 });
 export const EnqueueBody = validator(JobDefinition);
+/** What the document says of a bulk item: a job definition whose queue_name may come from the defaults. */
+const BulkItem = Type.Object({ ...JobDefinition.properties, queue_name: Type.Optional(QueueName) });
+/** The plan checks of a job creation: the payload cap is a 413 (as the body ceiling), the job counts a 429. */
+export const JOB_ADMISSION: ErrorCode[] = ['QUOTA_EXCEEDED', 'SHARD_MOVED'];
 
 export const BULK_MAX = 100;
 // Top-level fields are defaults for the items; a bare array of definitions is accepted too.
@@ -314,10 +318,12 @@ export function jobRoutes(s: Services): Route[] {
       permission: 'jobs:write',
       handler: (req) => enqueueJob(s, req.principal.organizationId, req.body),
       doc: {
+        operationId: 'enqueueJob',
         summary: 'Enqueue a job',
         description: 'A job sent to an unknown queue creates it. An idempotency_key already used in the organization returns that job (200, created: false).',
         body: EnqueueBody.schema,
         responses: { 201: { description: 'Created', schema: CreatedJob }, 200: { description: 'The job holding this idempotency key', schema: CreatedJob } },
+        errors: JOB_ADMISSION,
       },
     },
     {
@@ -326,19 +332,27 @@ export function jobRoutes(s: Services): Route[] {
       permission: 'jobs:write',
       handler: claim,
       doc: {
+        operationId: 'claimJobs',
         summary: 'Claim jobs under a lease',
         description: 'Highest priority first, then oldest. wait_ms long-polls until a job arrives. A paused queue returns no jobs.',
         body: ClaimBody.schema,
-        responses: ok('The claimed jobs, each with its lease_id', Type.Object({ jobs: Type.Array(Job) })),
+        responses: ok('The claimed jobs, each with its lease_id', ClaimedJobs),
+        errors: ['SHARD_MOVED'],
       },
     },
-    { method: 'GET', path: '/api/v1/jobs/:id', permission: 'jobs:read', handler: get, doc: { summary: 'Get a job', responses: ok('The job', Job) } },
+    { method: 'GET', path: '/api/v1/jobs/:id', permission: 'jobs:read', handler: get, doc: { operationId: 'getJob', summary: 'Get a job', responses: ok('The job', Job) } },
     {
       method: 'POST',
       path: '/api/v1/jobs/:id/complete',
       permission: 'jobs:write',
       handler: leaseOp('complete'),
-      doc: { summary: 'Complete a claimed job (409 LEASE_EXPIRED for a stale lease)', body: CompleteBody.schema, responses: ok('Completed') },
+      doc: {
+        operationId: 'completeJob',
+        summary: 'Complete a claimed job (409 LEASE_EXPIRED for a stale lease)',
+        body: CompleteBody.schema,
+        responses: ok('Completed', JobCompleted),
+        errors: ['LEASE_EXPIRED', 'SHARD_MOVED'],
+      },
     },
     {
       method: 'POST',
@@ -346,10 +360,12 @@ export function jobRoutes(s: Services): Route[] {
       permission: 'jobs:write',
       handler: leaseOp('fail'),
       doc: {
+        operationId: 'failJob',
         summary: 'Fail a claimed job',
         description: 'Retried after min(2^retry_count, 60) minutes while retries remain, else dead-lettered; retryable: false dead-letters at once.',
         body: FailBody.schema,
-        responses: ok('scheduled (with the next attempt time) or deadletter'),
+        responses: ok('scheduled (with the next attempt time) or deadletter', JobFailed),
+        errors: ['LEASE_EXPIRED', 'SHARD_MOVED'],
       },
     },
     {
@@ -357,19 +373,31 @@ export function jobRoutes(s: Services): Route[] {
       path: '/api/v1/jobs/:id/heartbeat',
       permission: 'jobs:write',
       handler: leaseOp('heartbeat'),
-      doc: { summary: 'Extend a live lease (an expired one is never revived)', body: HeartbeatBody.schema, responses: ok('The new lease expiry') },
+      doc: {
+        operationId: 'heartbeatJob',
+        summary: 'Extend a live lease (an expired one is never revived)',
+        body: HeartbeatBody.schema,
+        responses: ok('The new lease expiry', LeaseExtended),
+        errors: ['LEASE_EXPIRED', 'SHARD_MOVED'],
+      },
     },
-    { method: 'DELETE', path: '/api/v1/jobs/:id', permission: 'jobs:write', handler: cancel, doc: { summary: 'Cancel a job', responses: ok('Cancelled') } },
+    { method: 'DELETE', path: '/api/v1/jobs/:id', permission: 'jobs:write', handler: cancel, doc: { operationId: 'cancelJob', summary: 'Cancel a job', responses: ok('Cancelled', JobCancelled), errors: ['CONFLICT', 'SHARD_MOVED'] } },
     {
       method: 'POST',
       path: '/api/v1/jobs/bulk',
       permission: 'jobs:write',
       handler: bulk,
       doc: {
+        operationId: 'enqueueJobs',
         summary: `Enqueue up to ${BULK_MAX} jobs`,
         description: 'Top-level fields are defaults for the items; a bare array is accepted. Invalid items are reported per index without sinking the valid ones.',
-        body: BulkBody.schema,
-        responses: ok('Per-item outcome: succeeded [{index, id, created}], failed [{index, error}]'),
+        // Items are checked one by one against the job definition (queue_name may come from the defaults).
+        body: Type.Union([
+          Type.Object({ ...(BulkBody.schema as TObject).properties, jobs: Type.Array(BulkItem, { minItems: 1, maxItems: BULK_MAX }) }),
+          Type.Array(BulkItem, { minItems: 1, maxItems: BULK_MAX }),
+        ]),
+        responses: ok('Per-item outcome: succeeded [{index, id, created}], failed [{index, error}]', BulkResult),
+        errors: JOB_ADMISSION,
       },
     },
     {
@@ -377,14 +405,25 @@ export function jobRoutes(s: Services): Route[] {
       path: '/api/v1/jobs/:id/priority',
       permission: 'jobs:write',
       handler: priority,
-      doc: { summary: 'Change the priority of a pending or scheduled job', body: PriorityBody.schema, responses: ok('The new priority') },
+      doc: {
+        operationId: 'setJobPriority',
+        summary: 'Change the priority of a pending or scheduled job',
+        body: PriorityBody.schema,
+        responses: ok('The new priority', JobPriority),
+        errors: ['CONFLICT', 'SHARD_MOVED'],
+      },
     },
     {
       method: 'POST',
       path: '/api/v1/jobs/:id/retry',
       permission: 'jobs:write',
       handler: retry,
-      doc: { summary: 'Retry a dead-lettered or cancelled job (retry count reset)', responses: ok('The job, pending again', Job) },
+      doc: {
+        operationId: 'retryJob',
+        summary: 'Retry a dead-lettered or cancelled job (retry count reset)',
+        responses: ok('The job, pending again', Job),
+        errors: ['CONFLICT', 'QUOTA_EXCEEDED', 'SHARD_MOVED'],
+      },
     },
   ];
 }

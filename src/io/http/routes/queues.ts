@@ -6,7 +6,7 @@ import type { QueueView } from '../../../actors/queue/queue-actor.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../validate.js';
 import { isoOf } from '../present.js';
-import { Queue } from '../schemas.js';
+import { Queue, QueueDeleted } from '../schemas.js';
 import { QueueName, QUEUE_NAME_PATTERN } from './jobs.js';
 import type { Services } from './services.js';
 
@@ -67,10 +67,12 @@ export function queueRoutes(s: Services): Route[] {
       permission: 'queues:write',
       handler: create,
       doc: {
+        operationId: 'createQueue',
         summary: 'Create a queue',
         description: 'name (alias queue_name), with optional defaults for its jobs. 409 if it exists.',
         body: CreateBody.schema,
         responses: { 201: { description: 'Created', schema: Queue } },
+        errors: ['CONFLICT', 'QUOTA_EXCEEDED', 'SHARD_MOVED'],
       },
     },
     {
@@ -78,28 +80,45 @@ export function queueRoutes(s: Services): Route[] {
       path: '/api/v1/queues/:name/pause',
       permission: 'queues:write',
       handler: act('pause', (req) => ({ reason: PauseBody(req.body).reason ?? null })),
-      doc: { summary: 'Pause a queue: claims return no jobs until resumed', body: PauseBody.schema, responses: ok('The paused queue') },
+      doc: {
+        operationId: 'pauseQueue',
+        summary: 'Pause a queue: claims return no jobs until resumed',
+        body: PauseBody.schema,
+        responses: ok('The paused queue'),
+        errors: ['SHARD_MOVED'],
+      },
     },
     {
       method: 'POST',
       path: '/api/v1/queues/:name/resume',
       permission: 'queues:write',
       handler: act('resume', () => ({})),
-      doc: { summary: 'Resume a paused queue', responses: ok('The queue') },
+      doc: { operationId: 'resumeQueue', summary: 'Resume a paused queue', responses: ok('The queue'), errors: ['SHARD_MOVED'] },
     },
     {
       method: 'PUT',
       path: '/api/v1/queues/:name/config',
       permission: 'queues:write',
       handler: act('configure', (req) => ConfigBody(req.body)),
-      doc: { summary: 'Set the defaults for new jobs (null clears one)', body: ConfigBody.schema, responses: ok('The queue') },
+      doc: {
+        operationId: 'configureQueue',
+        summary: 'Set the defaults for new jobs (null clears one)',
+        body: ConfigBody.schema,
+        responses: ok('The queue'),
+        errors: ['SHARD_MOVED'],
+      },
     },
     {
       method: 'DELETE',
       path: '/api/v1/queues/:name',
       permission: 'queues:write',
       handler: act('deleteQueue', () => ({})),
-      doc: { summary: 'Delete a queue (409 while it has pending, scheduled or processing jobs)', responses: { 200: { description: '{name, deleted: true}' } } },
+      doc: {
+        operationId: 'deleteQueue',
+        summary: 'Delete a queue (409 while it has pending, scheduled or processing jobs)',
+        responses: { 200: { description: 'Deleted', schema: QueueDeleted } },
+        errors: ['CONFLICT', 'SHARD_MOVED'],
+      },
     },
   ];
 }
