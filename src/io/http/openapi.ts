@@ -41,7 +41,11 @@ export function errorCodes(route: Route): ErrorCode[] {
   return [...codes];
 }
 
-function errorResponses(route: Route): Json {
+/**
+ * The error responses of a route, by status: references to components.responses, one per set of catalog codes
+ * (named after them: `ConflictOrLeaseExpired`), so that the document states each set once.
+ */
+function errorResponses(route: Route, shared: Json): Json {
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of errorCodes(route)) {
     const status = CATALOG[code].status;
@@ -49,14 +53,17 @@ function errorResponses(route: Route): Json {
   }
   const out: Json = {};
   for (const status of [...byStatus.keys()].sort((a, b) => a - b)) {
-    const codes = byStatus.get(status)!;
-    out[status] = {
+    const order = Object.keys(CATALOG);
+    const codes = byStatus.get(status)!.sort((a, b) => order.indexOf(a) - order.indexOf(b));
+    const name = codes.map((c) => c.toLowerCase().replace(/(^|_)(\w)/g, (_, __, ch: string) => ch.toUpperCase())).join('Or');
+    shared[name] ??= {
       description: codes.map((c) => `${c}: ${CATALOG[c].message}`).join('; '),
-      ...(codes.some((c) => c === 'RATE_LIMITED')
+      ...(codes.includes('RATE_LIMITED')
         ? { headers: { 'Retry-After': { description: 'seconds to wait (RATE_LIMITED)', schema: { type: 'integer' } } } }
         : {}),
       content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
     };
+    out[status] = { $ref: `#/components/responses/${name}` };
   }
   return out;
 }
@@ -100,6 +107,7 @@ export function openApiDocument(routes: Route[], version: string): Json {
   const json = (s: TSchema) => place(s, names, schemas);
   json(ErrorBody);
   const paths: Record<string, Json> = {};
+  const errors: Json = {};
   const operationIds = new Set<string>();
   for (const route of routes) {
     const doc = route.doc;
@@ -126,7 +134,7 @@ export function openApiDocument(routes: Route[], version: string): Json {
         ...(r.schema ? { content: { [r.mediaType ?? 'application/json']: { schema: json(r.schema) } } } : {}),
       };
     }
-    Object.assign(responses, errorResponses(route));
+    Object.assign(responses, errorResponses(route, errors));
     const security =
       route.permission !== null
         ? [{ bearer: [] }]
@@ -156,7 +164,7 @@ export function openApiDocument(routes: Route[], version: string): Json {
     },
     servers: [{ url: '/', description: 'this node' }],
     tags: TAGS,
-    components: { securitySchemes: SECURITY_SCHEMES, schemas: sortKeys(schemas) },
+    components: { securitySchemes: SECURITY_SCHEMES, schemas: sortKeys(schemas), responses: sortKeys(errors) },
     paths,
   };
 }
