@@ -1348,51 +1348,7 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
-        CreatedJob: {
-            /**
-             * Format: uuid
-             * @description UUIDv7: ordered by creation
-             */
-            id: string;
-            /** Format: uuid */
-            organization_id: string;
-            queue_name: string;
-            status: components["schemas"]["JobStatus"];
-            /** @description any JSON object */
-            payload: {
-                [key: string]: unknown;
-            };
-            /** @description what complete was given; null until then */
-            result: unknown;
-            priority: number;
-            retry_count: number;
-            max_retries: number;
-            last_error: string | null;
-            errors: {
-                attempt: number;
-                error: string;
-                /** Format: date-time */
-                at: string;
-            }[];
-            tags: {
-                [key: string]: string;
-            };
-            idempotency_key: string | null;
-            timeout_seconds: number;
-            assigned_worker_id: string | null;
-            /** @description set while processing; echo it on complete/fail/heartbeat */
-            lease_id: string | null;
-            workflow_id: string | null;
-            dependencies_met: boolean;
-            completion_webhook: string | null;
-            scheduled_at: string | null;
-            /** Format: date-time */
-            created_at: string;
-            started_at: string | null;
-            completed_at: string | null;
-            /** Format: date-time */
-            updated_at: string;
-            lease_expires_at: string | null;
+        CreatedJob: components["schemas"]["Job"] & {
             /** @description false: the idempotency key was used already, and this is its job */
             created: boolean;
         };
@@ -1763,23 +1719,7 @@ export interface components {
             /** @description seconds the refresh token has left */
             refresh_expires_in: number;
         };
-        TriggeredRun: {
-            /** Format: uuid */
-            id: string;
-            /** Format: uuid */
-            schedule_id: string;
-            /**
-             * Format: date-time
-             * @description the cron time (a manual run: the trigger time)
-             */
-            scheduled_for: string;
-            /** Format: date-time */
-            triggered_at: string;
-            manual: boolean;
-            job_id: string | null;
-            status: "enqueued" | "failed";
-            /** @description why a failed run made no job (a quota, for instance) */
-            error: string | null;
+        TriggeredRun: components["schemas"]["ScheduleRun"] & {
             job: components["schemas"]["Job"];
         };
         Usage: {
@@ -1887,19 +1827,7 @@ export interface components {
             /** @description active: a worker exists until it is deregistered or reaped as stale; deregistered: the answer of deregister */
             status: "active" | "deregistered";
         };
-        Workflow: {
-            /** Format: uuid */
-            id: string;
-            /** Format: uuid */
-            organization_id: string;
-            name: string;
-            status: components["schemas"]["WorkflowStatus"];
-            job_count: number;
-            /** Format: date-time */
-            created_at: string;
-            /** Format: date-time */
-            updated_at: string;
-            completed_at: string | null;
+        Workflow: components["schemas"]["WorkflowSummary"] & {
             jobs: {
                 name: string;
                 /** Format: uuid */

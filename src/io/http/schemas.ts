@@ -75,8 +75,8 @@ export const Job = Type.Object(
   { $id: 'Job' },
 );
 
-export const CreatedJob = Type.Object(
-  { ...Job.properties, created: Type.Boolean({ description: 'false: the idempotency key was used already, and this is its job' }) },
+export const CreatedJob = Type.Intersect(
+  [Job, Type.Object({ created: Type.Boolean({ description: 'false: the idempotency key was used already, and this is its job' }) })],
   { $id: 'CreatedJob' },
 );
 

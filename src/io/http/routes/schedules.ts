@@ -303,7 +303,7 @@ export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Schedule
     },
   });
   const one = (description: string) => ({ 200: { description, schema: Schedule } });
-  const Triggered = Type.Object({ ...Run.properties, job: Job }, { $id: 'TriggeredRun' });
+  const Triggered = Type.Intersect([Run, Type.Object({ job: Job })], { $id: 'TriggeredRun' });
   const triggerDoc = {
     description: 'Enqueues the job now, counted against jobs_per_day and active_jobs (429 at the limit), and records a manual run.',
     responses: { 201: { description: 'The manual run, with its job', schema: Triggered } },

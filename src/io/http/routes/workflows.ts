@@ -53,10 +53,11 @@ const WorkflowSummary = Type.Object(
   },
   { $id: 'WorkflowSummary' },
 );
-const WorkflowDetail = Type.Object(
-  {
-    ...WorkflowSummary.properties,
-    jobs: Type.Array(
+const WorkflowDetail = Type.Intersect(
+  [
+    WorkflowSummary,
+    Type.Object({
+      jobs: Type.Array(
       Type.Object({
         name: Type.String(),
         id: Type.String({ format: 'uuid' }),
@@ -66,7 +67,8 @@ const WorkflowDetail = Type.Object(
         dependencies_met: Type.Boolean(),
       }),
     ),
-  },
+    }),
+  ],
   { $id: 'Workflow' },
 );
 
