@@ -41,8 +41,7 @@ const CreateBody = validator(
 const KEYS_CURSOR = cursorCodec('api-keys', ['time', 'uuid']);
 
 const Time = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
-export const ApiKey = Type.Object(
-  {
+export const ApiKey = Type.Object({
   id: Type.String({ format: 'uuid' }),
   name: Type.String(),
   key_prefix: Type.String({ description: 'the first 16 characters of the key' }),
@@ -53,20 +52,15 @@ export const ApiKey = Type.Object(
     description: 'coarse: written at most every 5 minutes per key, so a working key may look idle',
   }),
   revoked_at: Time,
-  },
-  { $id: 'ApiKey' },
-);
-const CreatedKey = Type.Object(
-  {
+}, { $id: 'ApiKey' });
+const CreatedKey = Type.Object({
   id: Type.String({ format: 'uuid' }),
   name: Type.String(),
   key: Type.String({ description: 'the API key; shown in this answer only' }),
   key_prefix: Type.String(),
   permissions: Type.Array(Type.String()),
   created_at: Type.String({ format: 'date-time' }),
-  },
-  { $id: 'CreatedApiKey' },
-);
+}, { $id: 'CreatedApiKey' });
 
 export function presentApiKey(row: ApiKeyRow): Record<string, unknown> {
   return {

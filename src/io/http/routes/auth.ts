@@ -27,27 +27,21 @@ const LogoutBody = validator(Type.Object({ refresh_token: Type.Optional(Type.Str
 const StartBody = validator(Type.Object({ email: Email }));
 const VerifyBody = validator(Type.Object({ email: Email, code: Type.String({ minLength: 6, maxLength: 6, pattern: '^[0-9]{6}$' }) }));
 
-const TokensBody = Type.Object(
-  {
+const TokensBody = Type.Object({
   access_token: Type.String(),
   refresh_token: Type.String(),
   token_type: Type.Literal('Bearer'),
   expires_in: Type.Integer({ description: 'seconds the access token lives' }),
   refresh_expires_in: Type.Integer({ description: 'seconds the refresh token has left' }),
-  },
-  { $id: 'Tokens' },
-);
-const Me = Type.Object(
-  {
+}, { $id: 'Tokens' });
+const Me = Type.Object({
   organization_id: Type.String({ format: 'uuid' }),
   api_key_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'null for email sessions' }),
   permissions: Type.Array(Type.String()),
   via: Type.Union([Type.Literal('api_key'), Type.Literal('jwt'), Type.Literal('email')]),
   issued_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'null for an API key' }),
   expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'null for an API key' }),
-  },
-  { $id: 'Me' },
-);
+}, { $id: 'Me' });
 
 /** Addresses compare case-insensitively (as owner_email is looked up). */
 const normalizeEmail = (email: string): string => email.trim().toLowerCase();

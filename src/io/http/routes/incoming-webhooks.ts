@@ -28,13 +28,10 @@ const WEBHOOK_PERMISSIONS = Object.freeze(['jobs:write']);
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 const newToken = (): string => `whk_${randomBytes(32).toString('base64url')}`;
 
-const Token = Type.Object(
-  {
-    token: Type.String({ description: 'send it as X-Webhook-Token' }),
-    url: Type.String({ description: 'where to POST jobs: <base>/api/v1/webhooks/<organization id>/custom' }),
-  },
-  { $id: 'WebhookToken' },
-);
+const Token = Type.Object({
+  token: Type.String({ description: 'send it as X-Webhook-Token' }),
+  url: Type.String({ description: 'where to POST jobs: <base>/api/v1/webhooks/<organization id>/custom' }),
+}, { $id: 'WebhookToken' });
 
 export function incomingWebhookRoutes(s: Services): Route[] {
   const refused = () => new AppError('UNAUTHORIZED', 'A valid X-Webhook-Token is required');

@@ -37,19 +37,15 @@ const AdminCreateBody = validator(
 /** Keyset over the slug, ascending (byte order). */
 const ORGS_CURSOR = cursorCodec('organizations', ['text']);
 
-export const Organization = Type.Object(
-  {
+export const Organization = Type.Object({
   id: Type.String({ format: 'uuid' }),
   name: Type.String(),
   slug: Type.String(),
   plan: Type.String(),
   owner_email: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
-  },
-  { $id: 'Organization' },
-);
-const Created = Type.Object(
-  {
+}, { $id: 'Organization' });
+const Created = Type.Object({
   organization: Organization,
   api_key: Type.Object({
     id: Type.String({ format: 'uuid' }),
@@ -58,9 +54,7 @@ const Created = Type.Object(
     permissions: Type.Array(Type.String()),
     created_at: Type.String({ format: 'date-time' }),
   }),
-  },
-  { $id: 'CreatedOrganization' },
-);
+}, { $id: 'CreatedOrganization' });
 
 export function presentOrganization(row: OrganizationRow): Record<string, unknown> {
   return { id: row.id, name: row.name, slug: row.slug, plan: row.plan, owner_email: row.owner_email, created_at: isoOf(row.created_at) };

@@ -51,8 +51,7 @@ const UpdateBody = validator(
 const WEBHOOKS_CURSOR = cursorCodec('outgoing-webhooks', ['time', 'uuid']);
 
 const Time = Type.String({ format: 'date-time' });
-const OutgoingWebhook = Type.Object(
-  {
+const OutgoingWebhook = Type.Object({
   id: Type.String({ format: 'uuid' }),
   name: Type.String(),
   url: Type.String(),
@@ -63,11 +62,8 @@ const OutgoingWebhook = Type.Object(
   last_status: Type.Union([Type.Literal('success'), Type.Literal('failed'), Type.Literal('auto_disabled'), Type.Null()]),
   created_at: Time,
   updated_at: Time,
-  },
-  { $id: 'OutgoingWebhook' },
-);
-const Delivery = Type.Object(
-  {
+}, { $id: 'OutgoingWebhook' });
+const Delivery = Type.Object({
   id: Type.String({ format: 'uuid' }),
   event_id: Type.String(),
   event: Type.String(),
@@ -77,12 +73,9 @@ const Delivery = Type.Object(
   error: Type.Union([Type.String(), Type.Null()]),
   created_at: Time,
   completed_at: Type.Union([Time, Type.Null()]),
-  },
-  { $id: 'Delivery' },
-);
+}, { $id: 'Delivery' });
 /** The answer of a test send: the delivery as it went, without the fields of the history. */
-const TestDelivery = Type.Object(
-  {
+const TestDelivery = Type.Object({
     id: Type.String({ format: 'uuid' }),
     event: Type.Literal('webhook.test'),
     status: Type.Union([Type.Literal('success'), Type.Literal('failed'), Type.Literal('pending')], {
@@ -91,9 +84,7 @@ const TestDelivery = Type.Object(
     attempts: Type.Integer(),
     response_status: Type.Union([Type.Integer(), Type.Null()]),
     error: Type.Union([Type.String(), Type.Null()]),
-  },
-  { $id: 'TestDelivery' },
-);
+}, { $id: 'TestDelivery' });
 
 export function presentWebhook(w: OutgoingWebhookRow): Record<string, unknown> {
   return {

@@ -74,8 +74,7 @@ const SCHEDULES_CURSOR = cursorCodec('schedules', ['time', 'uuid']);
 const RUNS_CURSOR = cursorCodec('schedule-runs', ['time', 'uuid']);
 
 const Time = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
-const Schedule = Type.Object(
-  {
+const Schedule = Type.Object({
   id: Type.String({ format: 'uuid' }),
   organization_id: Type.String({ format: 'uuid' }),
   name: Type.String(),
@@ -91,11 +90,8 @@ const Schedule = Type.Object(
   last_run_at: Time,
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
-  },
-  { $id: 'Schedule' },
-);
-const Run = Type.Object(
-  {
+}, { $id: 'Schedule' });
+const Run = Type.Object({
   id: Type.String({ format: 'uuid' }),
   schedule_id: Type.String({ format: 'uuid' }),
   scheduled_for: Type.String({ format: 'date-time', description: 'the cron time (a manual run: the trigger time)' }),
@@ -104,9 +100,7 @@ const Run = Type.Object(
   job_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
   status: Type.Union([Type.Literal('enqueued'), Type.Literal('failed')]),
   error: Type.Union([Type.String(), Type.Null()], { description: 'why a failed run made no job (a quota, for instance)' }),
-  },
-  { $id: 'ScheduleRun' },
-);
+}, { $id: 'ScheduleRun' });
 
 function presentSchedule(row: ScheduleRow): Record<string, unknown> {
   return {

@@ -42,8 +42,7 @@ const RegisterBody = validator(
 const WORKERS_CURSOR = cursorCodec('workers', ['text']);
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
-export const Worker = Type.Object(
-  {
+export const Worker = Type.Object({
   worker_id: Type.String(),
   queue_name: Nullable(Type.String()),
   hostname: Nullable(Type.String()),
@@ -54,9 +53,7 @@ export const Worker = Type.Object(
   status: Type.Union([Type.Literal('active'), Type.Literal('deregistered')], {
     description: 'active: a worker exists until it is deregistered or reaped as stale; deregistered: the answer of deregister',
   }),
-  },
-  { $id: 'Worker' },
-);
+}, { $id: 'Worker' });
 
 export function presentWorker(row: WorkerRow): Record<string, unknown> {
   return {
