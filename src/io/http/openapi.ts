@@ -28,7 +28,7 @@ const SECURITY_SCHEMES = {
  * string, a NUL in a parameter), of every request with a body (the body ceiling, JSON), of a path with
  * parameters (nothing there), of a credential (refused, rate limit, the store behind it), then the route's own.
  */
-export function errorCodes(route: Route): ErrorCode[] {
+function errorCodes(route: Route): ErrorCode[] {
   const codes = new Set<ErrorCode>(['BAD_REQUEST', 'UNAUTHORIZED', 'URI_TOO_LONG', 'VALIDATION_ERROR', 'HEADERS_TOO_LARGE', 'INTERNAL']);
   if (route.method !== 'GET') codes.add('PAYLOAD_TOO_LARGE');
   if (route.path.includes('/:')) codes.add('NOT_FOUND');
