@@ -42,7 +42,10 @@ const JobDefinition = Type.Object({
 export const EnqueueBody = validator(JobDefinition);
 /** What the document says of a bulk item: a job definition whose queue_name may come from the defaults. */
 const BulkItem = Type.Object({ ...JobDefinition.properties, queue_name: Type.Optional(QueueName) });
-/** The plan checks of a job creation: the payload cap is a 413 (as the body ceiling), the job counts a 429. */
+/**
+ * What creating jobs adds to a route's errors (OpenAPI): the job quotas (429) and a queue moving between nodes
+ * (503). The plan's payload cap answers 413 PAYLOAD_TOO_LARGE, which every route with a body lists already.
+ */
 export const JOB_ADMISSION: ErrorCode[] = ['QUOTA_EXCEEDED', 'SHARD_MOVED'];
 
 export const BULK_MAX = 100;
