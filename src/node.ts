@@ -32,6 +32,7 @@ import type { Services } from './io/http/routes/services.js';
 import { Router } from './io/http/router.js';
 import { HttpServer } from './io/http/server.js';
 import { openApiDocument } from './io/http/openapi.js';
+import { OpenApiDocument } from './io/http/schemas.js';
 import { ActorPool, type LinkFactory } from './runtime/actor-pool.js';
 import { bootstrap } from './runtime/bootstrap.js';
 import { loadJwtSecret } from './runtime/jwt-secret.js';
@@ -246,7 +247,11 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       path: '/api/v1/openapi.json',
       permission: null,
       handler: () => ({ status: 200, body: (openapi ??= openApiDocument(router.list(), VERSION)) }),
-      doc: { summary: 'This document', responses: { 200: { description: 'OpenAPI 3.1' } } },
+      doc: {
+        operationId: 'getOpenApiDocument',
+        summary: 'This document',
+        responses: { 200: { description: 'OpenAPI 3.1', schema: OpenApiDocument } },
+      },
     });
     /** Every authenticated request: the organization's rate limit, and the count behind its usage statistics. */
     const admit = async (org: string) => {

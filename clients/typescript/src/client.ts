@@ -14,6 +14,7 @@ import type {
   CreatedApiKey,
   CreatedOrganization,
   Delivery,
+  TestDelivery,
   DlqPurgeRequest,
   DlqRetryRequest,
   DlqRetryResult,
@@ -432,7 +433,7 @@ export class OutgoingWebhooks extends Resource {
   }
 
   /** Sends one `webhook.test` delivery now and answers its outcome. */
-  test(id: string, o: CallOptions = {}): Promise<Delivery> {
+  test(id: string, o: CallOptions = {}): Promise<TestDelivery> {
     return this.call('POST', `/api/v1/outgoing-webhooks/${seg(id)}/test`, { signal: o.signal });
   }
 

@@ -14,7 +14,22 @@ export interface ErrorBody {
   code: string;
   message: string;
   status: number;
+  /** VALIDATION_ERROR: one entry per problem. */
   details?: FieldProblem[];
+  /** RATE_LIMITED: seconds to wait (also the Retry-After header). */
+  retry_after?: number;
+  /** QUOTA_EXCEEDED: the plan resource at its limit. */
+  resource?: string;
+  /** QUOTA_EXCEEDED, PAYLOAD_TOO_LARGE: the amount in use or asked for, the limit, the plan and the next one. */
+  current?: number;
+  limit?: number;
+  plan?: string;
+  upgrade_to?: string | null;
+  /** CONFLICT: the status of the job or workflow, the workflow a job belongs to, a queue's live jobs. */
+  job_status?: string;
+  workflow_status?: string;
+  workflow_id?: string;
+  active_jobs?: number;
   [extra: string]: unknown;
 }
 

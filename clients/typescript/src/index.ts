@@ -59,3 +59,5 @@ export {
 export type { ErrorBody, ErrorCode, FieldProblem } from './errors.js';
 export { verifySignature, signPayload } from './signature.js';
 export type * from './types.js';
+// The OpenAPI document as types (generated), for openapi-fetch and the like.
+export type { paths, components, operations } from './openapi.js';

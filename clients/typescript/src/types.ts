@@ -218,9 +218,8 @@ export interface WorkerRecord {
   metadata: JsonObject;
   registered_at: string;
   last_heartbeat_at: string;
-  status: string;
-  heartbeat_interval_secs?: number;
-  lease_duration_secs?: number;
+  /** `active`; `deregistered` in the answer of deregister. */
+  status: 'active' | 'deregistered';
   [field: string]: unknown;
 }
 
@@ -348,14 +347,26 @@ export interface OutgoingWebhook {
 
 export interface Delivery {
   id: string;
-  event_id?: string;
+  event_id: string;
   event: string;
-  status: string;
+  status: 'pending' | 'success' | 'failed';
   attempts: number;
   response_status: number | null;
   error: string | null;
-  created_at?: string;
-  completed_at?: string | null;
+  created_at: string;
+  completed_at: string | null;
+  [field: string]: unknown;
+}
+
+/** The outcome of a test send (one attempt). */
+export interface TestDelivery {
+  id: string;
+  event: 'webhook.test';
+  /** `pending` only when the node began shutting down during the attempt. */
+  status: 'success' | 'failed' | 'pending';
+  attempts: number;
+  response_status: number | null;
+  error: string | null;
   [field: string]: unknown;
 }
 
@@ -409,6 +420,8 @@ export interface UsageEntry {
 export interface Usage {
   organization_id: string;
   plan: { tier: string; display_name: string; [field: string]: unknown };
+  /** The UTC day the daily counts are of. */
+  period: { start: string; day: string };
   usage: Record<string, UsageEntry>;
   limits: Record<string, number | null>;
   jobs: { created_today: number; by_status: StatusCounts; total: number };

@@ -319,7 +319,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
         );
         this.id = rec.id;
         this.registered = true;
-        this.scheduleHeartbeat(rec.heartbeat_interval_secs);
+        this.scheduleHeartbeat();
         return;
       } catch (err) {
         if (this.stopping) throw err;
@@ -330,8 +330,8 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     }
   }
 
-  private scheduleHeartbeat(advisedSecs: number | undefined): void {
-    const every = this.opts.workerHeartbeatMs ?? (typeof advisedSecs === 'number' && advisedSecs > 0 ? advisedSecs * 1000 : 30_000);
+  private scheduleHeartbeat(): void {
+    const every = this.opts.workerHeartbeatMs ?? 30_000;
     clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = setInterval(() => void this.beat(), every);
     this.heartbeatTimer.unref();

@@ -1,6 +1,7 @@
 // Route table and matching. A static segment beats a parameter (`/jobs/claim` before `/jobs/:id`); a path
 // that exists under another method answers 405 with Allow, and an unknown path 404.
 import type { TSchema } from 'typebox';
+import type { ErrorCode } from '../../errors.js';
 import type { Principal } from './auth.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -42,14 +43,24 @@ export interface StreamSink {
   readonly closed: boolean;
 }
 
-/** What the OpenAPI document says of a route; schemas are the typebox schemas the route validates with. */
+/**
+ * What the OpenAPI document says of a route (openapi.ts); schemas are the typebox schemas the route validates
+ * with, response schemas those of schemas.ts (a schema with an `$id` becomes a shared component).
+ */
 export interface RouteDoc {
+  /** camelCase and unique: generated clients name their methods after it, so it never changes with the path. */
+  operationId: string;
   summary: string;
   description?: string;
+  /** Required in the document when `{}` (what an empty body is taken for) does not pass it. */
   body?: TSchema;
   query?: Record<string, { schema: TSchema; description?: string; required?: boolean }>;
-  /** Success status → what comes back. Errors are listed from the catalog. */
-  responses: Record<number, { description: string; schema?: TSchema; headers?: Record<string, string> }>;
+  /** Success status → what comes back: JSON (`schema`), or another media type. */
+  responses: Record<number, { description: string; schema?: TSchema; mediaType?: string; headers?: Record<string, string> }>;
+  /** Catalog errors the route raises itself, beyond those openapi.ts lists for every route of its kind. */
+  errors?: ErrorCode[];
+  /** A credential other than the Bearer one of `permission` (alternatives; 'none': it may be left out). */
+  security?: Array<'adminKey' | 'webhookToken' | 'metricsToken' | 'none'>;
 }
 
 export interface Route {

@@ -1,5 +1,9 @@
-// Response shapes, for the OpenAPI document. Request schemas live with their routes (the validators).
-import Type from 'typebox';
+// Response shapes, for the OpenAPI document. Request schemas live with their routes (the validators). A schema
+// with an `$id` is a shared component of the document (openapi.ts); the `$id` is its name there, and what a
+// generated client calls the type. test/openapi.test.ts checks live answers against them.
+import Type, { type TSchema } from 'typebox';
+import { JOB_STATUSES } from '../db/sql/jobStats.js';
+import { PLAN_RESOURCES } from '../../actors/org/plans.js';
 
 /**
  * Any JSON object (payloads, templates, metadata). Not Type.Record(String, Unknown): typebox checks a Record key
@@ -8,57 +12,197 @@ import Type from 'typebox';
  */
 export const JsonObject = Type.Unsafe<Record<string, unknown>>(Type.Object({}, { additionalProperties: true, description: 'any JSON object' }));
 
-const Time = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+const DateTime = Type.String({ format: 'date-time' });
+const Time = Nullable(DateTime);
+const Uuid = Type.String({ format: 'uuid' });
+const Count = Type.Integer({ minimum: 0 });
+
 export const JobStatus = Type.Union(
   ['pending', 'scheduled', 'processing', 'completed', 'deadletter', 'cancelled'].map((s) => Type.Literal(s)),
+  { $id: 'JobStatus' },
 );
 
-export const ErrorBody = Type.Object({
-  error: Type.String({ description: 'lower_snake identifier, e.g. validation_error' }),
-  code: Type.String({ description: 'UPPER_SNAKE code from the catalog (docs/errors.md)' }),
-  message: Type.String(),
-  status: Type.Integer({ description: 'the HTTP status' }),
-  details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
-});
+export const ErrorBody = Type.Object(
+  {
+    error: Type.String({ description: 'lower_snake identifier, e.g. validation_error' }),
+    code: Type.String({ description: 'UPPER_SNAKE code from the catalog (docs/errors.md)' }),
+    message: Type.String(),
+    status: Type.Integer({ description: 'the HTTP status' }),
+    details: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }), { description: 'VALIDATION_ERROR: one entry per problem' })),
+    retry_after: Type.Optional(Type.Integer({ description: 'RATE_LIMITED: seconds to wait (also the Retry-After header)' })),
+    resource: Type.Optional(Type.String({ description: 'QUOTA_EXCEEDED: the plan resource at its limit' })),
+    current: Type.Optional(Type.Integer({ description: 'QUOTA_EXCEEDED, PAYLOAD_TOO_LARGE: the amount in use or asked for' })),
+    limit: Type.Optional(Type.Integer({ description: 'QUOTA_EXCEEDED, PAYLOAD_TOO_LARGE, TOO_MANY_STREAMS: the limit' })),
+    plan: Type.Optional(Type.String({ description: 'QUOTA_EXCEEDED, PAYLOAD_TOO_LARGE: the plan tier' })),
+    upgrade_to: Type.Optional(Nullable(Type.String({ description: 'the next plan tier, null on the highest' }))),
+    job_status: Type.Optional(Type.String({ description: 'CONFLICT on a job: its status' })),
+    workflow_status: Type.Optional(Type.String({ description: 'CONFLICT on a workflow: its status' })),
+    workflow_id: Type.Optional(Type.String({ description: 'CONFLICT: the workflow a job belongs to' })),
+    active_jobs: Type.Optional(Type.Integer({ description: 'CONFLICT on a queue delete: its live jobs' })),
+  },
+  { $id: 'Error', additionalProperties: true, description: 'Every error answer: {error, code, message, status} and the fields its code adds' },
+);
 
-export const Job = Type.Object({
-  id: Type.String({ format: 'uuid', description: 'UUIDv7: ordered by creation' }),
-  organization_id: Type.String({ format: 'uuid' }),
-  queue_name: Type.String(),
-  status: JobStatus,
-  payload: JsonObject,
-  result: Type.Unknown(),
-  priority: Type.Integer({ minimum: -100, maximum: 100 }),
-  retry_count: Type.Integer(),
-  max_retries: Type.Integer(),
-  last_error: Type.Union([Type.String(), Type.Null()]),
-  errors: Type.Array(Type.Object({ attempt: Type.Integer(), error: Type.String(), at: Type.String({ format: 'date-time' }) })),
-  tags: Type.Record(Type.String(), Type.String()),
-  idempotency_key: Type.Union([Type.String(), Type.Null()]),
-  timeout_seconds: Type.Integer(),
-  assigned_worker_id: Type.Union([Type.String(), Type.Null()]),
-  lease_id: Type.Union([Type.String(), Type.Null()], { description: 'set while processing; echo it on complete/fail/heartbeat' }),
-  workflow_id: Type.Union([Type.String(), Type.Null()]),
-  dependencies_met: Type.Boolean(),
-  completion_webhook: Type.Union([Type.String(), Type.Null()]),
-  scheduled_at: Time,
-  created_at: Type.String({ format: 'date-time' }),
-  started_at: Time,
-  completed_at: Time,
-  updated_at: Type.String({ format: 'date-time' }),
-  lease_expires_at: Time,
-});
+export const Job = Type.Object(
+  {
+    id: Type.String({ format: 'uuid', description: 'UUIDv7: ordered by creation' }),
+    organization_id: Uuid,
+    queue_name: Type.String(),
+    status: JobStatus,
+    payload: JsonObject,
+    result: Type.Unknown({ description: 'what complete was given; null until then' }),
+    priority: Type.Integer({ minimum: -100, maximum: 100 }),
+    retry_count: Type.Integer(),
+    max_retries: Type.Integer(),
+    last_error: Nullable(Type.String()),
+    errors: Type.Array(Type.Object({ attempt: Type.Integer(), error: Type.String(), at: DateTime })),
+    tags: Type.Record(Type.String(), Type.String()),
+    idempotency_key: Nullable(Type.String()),
+    timeout_seconds: Type.Integer(),
+    assigned_worker_id: Nullable(Type.String()),
+    lease_id: Type.Union([Type.String(), Type.Null()], { description: 'set while processing; echo it on complete/fail/heartbeat' }),
+    workflow_id: Nullable(Type.String()),
+    dependencies_met: Type.Boolean(),
+    completion_webhook: Nullable(Type.String()),
+    scheduled_at: Time,
+    created_at: DateTime,
+    started_at: Time,
+    completed_at: Time,
+    updated_at: DateTime,
+    lease_expires_at: Time,
+  },
+  { $id: 'Job' },
+);
 
-export const CreatedJob = Type.Intersect([Job, Type.Object({ created: Type.Boolean() })]);
+export const CreatedJob = Type.Intersect(
+  [Job, Type.Object({ created: Type.Boolean({ description: 'false: the idempotency key was used already, and this is its job' }) })],
+  { $id: 'CreatedJob' },
+);
 
-export const Queue = Type.Object({
-  name: Type.String(),
-  paused: Type.Boolean(),
-  paused_reason: Type.Union([Type.String(), Type.Null()]),
-  config: Type.Object({
-    max_retries: Type.Union([Type.Integer(), Type.Null()]),
-    lease_duration_secs: Type.Union([Type.Integer(), Type.Null()]),
-  }),
-  created_at: Type.String({ format: 'date-time' }),
-  updated_at: Type.String({ format: 'date-time' }),
-});
+export const ClaimedJobs = Type.Object({ jobs: Type.Array(Job) }, { $id: 'ClaimedJobs' });
+
+export const JobCompleted = Type.Object({ id: Uuid, status: Type.Literal('completed'), completed_at: DateTime }, { $id: 'JobCompleted' });
+
+export const JobFailed = Type.Object(
+  {
+    id: Uuid,
+    status: Type.Union([Type.Literal('scheduled'), Type.Literal('deadletter')], { description: 'scheduled: retried at scheduled_at' }),
+    retry_count: Type.Integer(),
+    max_retries: Type.Integer(),
+    scheduled_at: Time,
+    last_error: Type.String(),
+  },
+  { $id: 'JobFailed' },
+);
+
+export const LeaseExtended = Type.Object({ id: Uuid, lease_id: Type.String(), lease_expires_at: DateTime }, { $id: 'LeaseExtended' });
+
+export const JobCancelled = Type.Object({ id: Uuid, status: Type.Literal('cancelled') }, { $id: 'JobCancelled' });
+
+export const JobPriority = Type.Object(
+  { id: Uuid, status: Type.Union([Type.Literal('pending'), Type.Literal('scheduled')]), priority: Type.Integer() },
+  { $id: 'JobPriority' },
+);
+
+export const BulkResult = Type.Object(
+  {
+    succeeded: Type.Array(Type.Object({ index: Type.Integer({ description: 'the item position in the request' }), id: Uuid, created: Type.Boolean() })),
+    failed: Type.Array(Type.Object({ index: Type.Integer(), error: ErrorBody })),
+    total: Type.Integer(),
+    success_count: Type.Integer(),
+    failure_count: Type.Integer(),
+  },
+  { $id: 'BulkResult' },
+);
+
+export const StatusCounts = Type.Object(Object.fromEntries(JOB_STATUSES.map((st) => [st, Count])), { $id: 'StatusCounts' });
+
+export const JobStatusLine = Type.Object(
+  { id: Uuid, status: JobStatus, queue_name: Type.String(), retry_count: Type.Integer(), updated_at: DateTime },
+  { $id: 'JobStatusLine' },
+);
+
+export const JobStats = Type.Object({ queue_name: Nullable(Type.String()), counts: StatusCounts, total: Count }, { $id: 'JobStats' });
+
+export const DlqRetryResult = Type.Object(
+  { retried: Count, job_ids: Type.Array(Uuid), failed: Type.Array(Type.Object({ id: Type.String(), error: Type.String() })) },
+  { $id: 'DlqRetryResult' },
+);
+
+export const DlqPurgeResult = Type.Object({ purged: Count }, { $id: 'DlqPurgeResult' });
+
+export const Queue = Type.Object(
+  {
+    name: Type.String(),
+    paused: Type.Boolean(),
+    paused_reason: Nullable(Type.String()),
+    config: Type.Object({ max_retries: Nullable(Type.Integer()), lease_duration_secs: Nullable(Type.Integer()) }),
+    /** Job counts per status: in the answers of the reads (GET), not of the actions. */
+    counts: Type.Optional(StatusCounts),
+    created_at: DateTime,
+    updated_at: DateTime,
+  },
+  { $id: 'Queue' },
+);
+
+export const QueueStats = Type.Object(
+  {
+    name: Type.String(),
+    paused: Type.Boolean(),
+    ...Object.fromEntries(JOB_STATUSES.map((st) => [st, Count])),
+    oldest_pending_age_seconds: Type.Union([Count, Type.Null()], {
+      description: 'whole seconds since the oldest pending job became due (scheduled_at, else created_at); null when none',
+    }),
+    throughput_last_minute: Type.Object({
+      completed: Type.Integer({ minimum: 0, description: 'jobs completed in the last 60 s' }),
+      failed: Type.Integer({ minimum: 0, description: 'failed attempts (fail calls, lease expiries) recorded in the last 60 s' }),
+    }),
+  },
+  { $id: 'QueueStats' },
+);
+
+export const QueueDeleted = Type.Object({ name: Type.String(), deleted: Type.Literal(true) }, { $id: 'QueueDeleted' });
+
+/** The answer of deleting a schedule or an outgoing webhook. */
+export const Deleted = Type.Object({ id: Uuid, deleted: Type.Literal(true) }, { $id: 'Deleted' });
+
+export const Usage = Type.Object(
+  {
+    organization_id: Uuid,
+    plan: Type.Object({ tier: Type.String(), display_name: Type.String() }),
+    period: Type.Object({ start: DateTime, day: Type.String({ description: 'YYYY-MM-DD (UTC)' }) }),
+    usage: Type.Object({
+      ...Object.fromEntries(
+        ['jobs_today', 'active_jobs'].map((r) => [r, Type.Object({ current: Count, limit: Nullable(Count), percentage: Nullable(Type.Number()) })]),
+      ),
+      ...Object.fromEntries(
+        ['queues', 'workers', 'api_keys', 'schedules', 'workflows', 'webhooks'].map((r) => [r, Type.Object({ current: Count, limit: Nullable(Count) })]),
+      ),
+    }),
+    limits: Type.Object(Object.fromEntries(PLAN_RESOURCES.map((r) => [r, Nullable(Count)])), { description: 'null: unlimited' }),
+    jobs: Type.Object({ created_today: Count, by_status: StatusCounts, total: Count }),
+    api_calls: Type.Object({ today: Count, rate_limited_today: Count, rate_per_second: Nullable(Count), burst: Nullable(Count) }),
+  },
+  { $id: 'Usage' },
+);
+
+export const PlanChange = Type.Object(
+  {
+    organization_id: Uuid,
+    plan: Type.String(),
+    limit_overrides: Type.Object(Object.fromEntries(PLAN_RESOURCES.map((r) => [r, Type.Optional(Nullable(Count))])), {
+      description: 'the organization’s own limits over its plan’s (null: unlimited)',
+    }),
+  },
+  { $id: 'PlanChange' },
+);
+
+export const UsageReset = Type.Object({ organization_id: Uuid, jobs_today: Type.Literal(0) }, { $id: 'UsageReset' });
+
+export const Health = Type.Object({ status: Type.Literal('ok') }, { $id: 'Health' });
+
+export const Readiness = Type.Object({ status: Type.Literal('ready'), checks: Type.Object({ store: Type.Literal('ok') }) }, { $id: 'Readiness' });
+
+/** GET /api/v1/openapi.json: described by the OpenAPI 3.1 specification, not here. */
+export const OpenApiDocument = Type.Object({ openapi: Type.Literal('3.1.0') }, { additionalProperties: true });

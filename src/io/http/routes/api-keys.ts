@@ -52,7 +52,7 @@ export const ApiKey = Type.Object({
     description: 'coarse: written at most every 5 minutes per key, so a working key may look idle',
   }),
   revoked_at: Time,
-});
+}, { $id: 'ApiKey' });
 const CreatedKey = Type.Object({
   id: Type.String({ format: 'uuid' }),
   name: Type.String(),
@@ -60,7 +60,7 @@ const CreatedKey = Type.Object({
   key_prefix: Type.String(),
   permissions: Type.Array(Type.String()),
   created_at: Type.String({ format: 'date-time' }),
-});
+}, { $id: 'CreatedApiKey' });
 
 export function presentApiKey(row: ApiKeyRow): Record<string, unknown> {
   return {
@@ -133,10 +133,12 @@ export function apiKeyRoutes(s: Services): Route[] {
       permission: '*',
       handler: create,
       doc: {
+        operationId: 'createApiKey',
         summary: 'Create an API key of the organization (the key is shown in this answer only)',
         description: `permissions default to ["*"]; each is one of ${PERMISSIONS.join(', ')}.`,
         body: CreateBody.schema,
         responses: { 201: { description: 'The new key, with its secret value', schema: CreatedKey } },
+        errors: ['QUOTA_EXCEEDED'],
       },
     },
     {
@@ -145,6 +147,7 @@ export function apiKeyRoutes(s: Services): Route[] {
       permission: '*',
       handler: list,
       doc: {
+        operationId: 'listApiKeys',
         summary: "List the organization's API keys, newest first, a page at a time",
         query: {
           limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
@@ -164,7 +167,7 @@ export function apiKeyRoutes(s: Services): Route[] {
       path: '/api/v1/api-keys/:id',
       permission: '*',
       handler: get,
-      doc: { summary: 'Get an API key (never its secret value)', responses: { 200: { description: 'The key', schema: ApiKey } } },
+      doc: { operationId: 'getApiKey', summary: 'Get an API key (never its secret value)', responses: { 200: { description: 'The key', schema: ApiKey } } },
     },
     {
       method: 'DELETE',
@@ -172,6 +175,7 @@ export function apiKeyRoutes(s: Services): Route[] {
       permission: '*',
       handler: revoke,
       doc: {
+        operationId: 'revokeApiKey',
         summary: 'Revoke an API key: it and every JWT issued from it stop working at once',
         description: 'Revoking a revoked key answers the key as it is (its first revocation time).',
         responses: { 200: { description: 'The revoked key', schema: ApiKey } },

@@ -33,7 +33,7 @@ const TokensBody = Type.Object({
   token_type: Type.Literal('Bearer'),
   expires_in: Type.Integer({ description: 'seconds the access token lives' }),
   refresh_expires_in: Type.Integer({ description: 'seconds the refresh token has left' }),
-});
+}, { $id: 'Tokens' });
 const Me = Type.Object({
   organization_id: Type.String({ format: 'uuid' }),
   api_key_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'null for email sessions' }),
@@ -41,7 +41,7 @@ const Me = Type.Object({
   via: Type.Union([Type.Literal('api_key'), Type.Literal('jwt'), Type.Literal('email')]),
   issued_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'null for an API key' }),
   expires_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'null for an API key' }),
-});
+}, { $id: 'Me' });
 
 /** Addresses compare case-insensitively (as owner_email is looked up). */
 const normalizeEmail = (email: string): string => email.trim().toLowerCase();
@@ -181,10 +181,12 @@ export function authRoutes(s: Services): Route[] {
       permission: null,
       handler: login,
       doc: {
+        operationId: 'login',
         summary: 'Exchange an API key for an access token and a refresh token',
         description: 'The tokens carry the key\'s permissions and stop working when the key is revoked. 401 for an unknown or revoked key.',
         body: LoginBody.schema,
         responses: tokensOk('The tokens'),
+        errors: ['UNAVAILABLE'],
       },
     },
     {
@@ -193,10 +195,12 @@ export function authRoutes(s: Services): Route[] {
       permission: null,
       handler: refresh,
       doc: {
+        operationId: 'refreshToken',
         summary: 'A new access token from a refresh token (the refresh token stays the same)',
         description: '401 when the refresh token is invalid, expired, logged out, or its key revoked; an access token is refused here.',
         body: RefreshBody.schema,
         responses: tokensOk('A new access token, and the same refresh token'),
+        errors: ['UNAVAILABLE'],
       },
     },
     {
@@ -205,10 +209,11 @@ export function authRoutes(s: Services): Route[] {
       permission: ANY_CREDENTIAL,
       handler: logout,
       doc: {
+        operationId: 'logout',
         summary: 'End the session of the access token (and of the refresh token given, if any)',
         description: 'Revokes the access token and its session: the refresh token it came from and every access token minted from it.',
         body: LogoutBody.schema,
-        responses: { 200: { description: 'How many token ids were revoked', schema: Type.Object({ revoked: Type.Integer({ minimum: 0 }) }) } },
+        responses: { 200: { description: 'How many token ids were revoked', schema: Type.Object({ revoked: Type.Integer({ minimum: 0 }) }, { $id: 'LogoutResult' }) } },
       },
     },
     {
@@ -216,7 +221,10 @@ export function authRoutes(s: Services): Route[] {
       path: '/api/v1/auth/me',
       permission: ANY_CREDENTIAL,
       handler: me,
-      doc: { summary: 'The organization, key, permissions and lifetime of the current credential', responses: { 200: { description: 'Who is calling', schema: Me } } },
+      doc: {
+        operationId: 'getCurrentCredential',
+        summary: 'The organization, key, permissions and lifetime of the current credential', responses: { 200: { description: 'Who is calling', schema: Me } },
+      },
     },
     {
       method: 'POST',
@@ -224,13 +232,15 @@ export function authRoutes(s: Services): Route[] {
       permission: null,
       handler: emailStart,
       doc: {
+        operationId: 'startEmailLogin',
         summary: 'Start email login: mail a 6-digit code to the owner address of an organization',
         description:
           `Always 202 {sent: true}, whether or not an organization has this owner email. The code is valid ${CODE_TTL_MS / 60_000} minutes ` +
           `for ${CODE_ATTEMPTS} attempts; a new code ends the previous ones. At most ${CODES_PER_HOUR} codes per address per hour: ` +
           'beyond that 429 rate_limited with Retry-After.',
         body: StartBody.schema,
-        responses: { 202: { description: 'Accepted', schema: Type.Object({ sent: Type.Literal(true) }) } },
+        responses: { 202: { description: 'Accepted', schema: Type.Object({ sent: Type.Literal(true) }, { $id: 'EmailLoginStarted' }) } },
+        errors: ['RATE_LIMITED', 'UNAVAILABLE'],
       },
     },
     {
@@ -239,10 +249,12 @@ export function authRoutes(s: Services): Route[] {
       permission: null,
       handler: emailVerify,
       doc: {
+        operationId: 'verifyEmailLogin',
         summary: 'Finish email login: the code for tokens of the organization the address owns',
         description: 'Tokens with permissions ["*"] and no API key. 401 for a wrong, expired or spent code; every try counts.',
         body: VerifyBody.schema,
         responses: tokensOk('The tokens'),
+        errors: ['UNAVAILABLE'],
       },
     },
   ];

@@ -83,6 +83,8 @@ const FILTER_QUERY: NonNullable<RouteDoc['query']> = {
   queue_name: { schema: Type.String(), description: 'alias of queue' },
   events: { schema: Type.String(), description: 'comma-separated event names, e.g. job.completed,job.failed; `job.*` for a family' },
 };
+/** The 200 of an SSE route: text frames, each `data:` line an EventEnvelope. */
+const EVENT_STREAM = { mediaType: 'text/event-stream', schema: Type.String({ description: 'frames whose data lines hold EventEnvelope objects' }) };
 const SSE_DOC = 'text/event-stream: per event an `id:` line and a `data:` line holding {id, event, created_at, data}; a `: keep-alive` comment every 15 s.';
 
 export interface StreamParts {
@@ -148,10 +150,12 @@ export function eventRoutes(s: Services, { hub, stats }: StreamParts): Route[] {
       queryCredential: true,
       handler: all,
       doc: {
+        operationId: 'streamEvents',
         summary: "Server-Sent Events of the organization's events (job.*, queue.*, …)",
         description: SSE_DOC,
         query: { ...FILTER_QUERY, ...CREDENTIAL_QUERY },
-        responses: { 200: { description: 'An event stream until the client leaves' } },
+        responses: { 200: { description: 'An event stream until the client leaves', ...EVENT_STREAM } },
+        errors: ['TOO_MANY_STREAMS'],
       },
     },
     {
@@ -161,10 +165,12 @@ export function eventRoutes(s: Services, { hub, stats }: StreamParts): Route[] {
       queryCredential: true,
       handler: job,
       doc: {
+        operationId: 'streamJobEvents',
         summary: "Server-Sent Events of one job: its current status (job.status), then its events",
         description: `${SSE_DOC} The first event is job.status with data {job_id, queue_name, status, job}. The stream ends after an event (or a current status) that is completed, deadletter or cancelled.`,
         query: CREDENTIAL_QUERY,
-        responses: { 200: { description: 'An event stream until the job finishes or the client leaves' } },
+        responses: { 200: { description: 'An event stream until the job finishes or the client leaves', ...EVENT_STREAM } },
+        errors: ['TOO_MANY_STREAMS'],
       },
     },
     {
@@ -174,10 +180,12 @@ export function eventRoutes(s: Services, { hub, stats }: StreamParts): Route[] {
       queryCredential: true,
       handler: queue,
       doc: {
+        operationId: 'streamQueueStats',
         summary: "Server-Sent Events of one queue's job counts (queue.stats)",
         description: `${SSE_DOC} queue.stats data: {queue_name, pending, scheduled, processing, completed, deadletter, cancelled}; one at once, then after activity on the queue at most once a second.`,
         query: CREDENTIAL_QUERY,
-        responses: { 200: { description: 'An event stream until the client leaves' } },
+        responses: { 200: { description: 'An event stream until the client leaves', ...EVENT_STREAM } },
+        errors: ['TOO_MANY_STREAMS'],
       },
     },
     {
@@ -189,11 +197,13 @@ export function eventRoutes(s: Services, { hub, stats }: StreamParts): Route[] {
         throw new AppError('UPGRADE_REQUIRED', 'Connect with a WebSocket client (Upgrade: websocket)');
       },
       doc: {
+        operationId: 'openEventSocket',
         summary: "WebSocket of the organization's events (the envelopes as JSON text frames)",
         description:
           'Upgrade: websocket. Credential: token (JWT access token) or api_key in the query, or the Authorization header; refused with 401/403/429 before the upgrade. Filters as /api/v1/events. Client messages are ignored. A plain GET answers 426.',
         query: { ...FILTER_QUERY, ...CREDENTIAL_QUERY },
         responses: { 101: { description: 'Switching protocols' } },
+        errors: ['UPGRADE_REQUIRED', 'TOO_MANY_STREAMS'],
       },
     },
   ];

@@ -1,18 +1,25 @@
 // Probes. /health and /health/live answer while the process serves requests; /health/ready also proves the
 // store answers. None of them needs a credential or tells the version.
 import type { Route } from '../router.js';
+import { Health, Readiness } from '../schemas.js';
 import type { Services } from './services.js';
 
 export function healthRoutes(s: Services): Route[] {
   const ok = () => ({ status: 200, body: { status: 'ok' } });
   return [
-    { method: 'GET', path: '/health', permission: null, handler: ok, doc: { summary: 'Health check', responses: { 200: { description: 'ok' } } } },
-    { method: 'GET', path: '/health/live', permission: null, handler: ok, doc: { summary: 'Liveness probe', responses: { 200: { description: 'ok' } } } },
+    { method: 'GET', path: '/health', permission: null, handler: ok, doc: { operationId: 'getHealth', summary: 'Health check', responses: { 200: { description: 'ok', schema: Health } } } },
+    { method: 'GET', path: '/health/live', permission: null, handler: ok, doc: { operationId: 'getLiveness', summary: 'Liveness probe', responses: { 200: { description: 'ok', schema: Health } } } },
     {
       method: 'GET',
       path: '/health/ready',
       permission: null,
-      doc: { summary: 'Readiness probe: the store answers', responses: { 200: { description: 'ready' } } },
+      doc: {
+        operationId: 'getReadiness',
+        summary: 'Readiness probe: the store answers',
+        description: 'A 503 adds checks: {store: "failed"} to the error.',
+        responses: { 200: { description: 'ready', schema: Readiness } },
+        errors: ['UNAVAILABLE'],
+      },
       handler: async () => {
         try {
           await s.store.query('SELECT 1');

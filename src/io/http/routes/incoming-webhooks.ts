@@ -19,7 +19,7 @@ import type { Principal } from '../auth.js';
 import type { Request, Response, Route } from '../router.js';
 import { CreatedJob } from '../schemas.js';
 import { EnqueueBody } from '../../../app/jobs.js';
-import { presentEnqueued } from './jobs.js';
+import { JOB_ADMISSION, presentEnqueued } from './jobs.js';
 import type { Services } from './services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -32,7 +32,7 @@ const newToken = (): string => `whk_${randomBytes(32).toString('base64url')}`;
 const Token = Type.Object({
   token: Type.String({ description: 'send it as X-Webhook-Token' }),
   url: Type.String({ description: 'where to POST jobs: <base>/api/v1/webhooks/<organization id>/custom' }),
-});
+}, { $id: 'WebhookToken' });
 
 export function incomingWebhookRoutes(s: Services): Route[] {
   const refused = () => new AppError('UNAUTHORIZED', 'A valid X-Webhook-Token is required');
@@ -64,6 +64,7 @@ export function incomingWebhookRoutes(s: Services): Route[] {
       authenticate,
       handler: async (req) => presentEnqueued(await s.app.jobs.enqueue(req.principal.organizationId, EnqueueBody(req.body))),
       doc: {
+        operationId: 'enqueueJobFromWebhook',
         summary: 'Incoming webhook: enqueue a job given in the service’s own job format',
         description:
           'No Bearer credential: the header X-Webhook-Token must hold the organization’s webhook token (401 otherwise, also for an ' +
@@ -71,6 +72,8 @@ export function incomingWebhookRoutes(s: Services): Route[] {
           'use the provider’s event id as idempotency_key.',
         body: EnqueueBody.schema,
         responses: { 201: { description: 'Created', schema: CreatedJob }, 200: { description: 'The job holding this idempotency key', schema: CreatedJob } },
+        errors: JOB_ADMISSION,
+        security: ['webhookToken'],
       },
     },
     {
@@ -79,8 +82,10 @@ export function incomingWebhookRoutes(s: Services): Route[] {
       permission: '*',
       handler: async (req) => answer(req, await ensureWebhookToken(s.store, req.principal.organizationId, newToken())),
       doc: {
+        operationId: 'getWebhookToken',
         summary: 'The organization’s incoming-webhook token and URL (the token is created on the first call)',
         responses: { 200: { description: 'The token and the URL', schema: Token } },
+        errors: ['NOT_FOUND'],
       },
     },
     {
@@ -90,8 +95,10 @@ export function incomingWebhookRoutes(s: Services): Route[] {
       handler: async (req) =>
         answer(req, await rotateWebhookToken(s.store, req.principal.organizationId, newToken(), new Date(s.clock.now()))),
       doc: {
+        operationId: 'regenerateWebhookToken',
         summary: 'Rotate the incoming-webhook token: the old one is refused at once',
         responses: { 200: { description: 'The new token and the URL', schema: Token } },
+        errors: ['NOT_FOUND'],
       },
     },
   ];

@@ -13,7 +13,7 @@ import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js'
 import { isoOf, presentJob } from '../../present.js';
 import { isoTime, oneOf, single, tagFilters } from '../query.js';
 import type { Request, Response, Route, RouteDoc } from '../router.js';
-import { Job, JobStatus as JobStatusSchema } from '../schemas.js';
+import { Job, JobStats, JobStatus as JobStatusSchema, JobStatusLine } from '../schemas.js';
 
 /** Keyset over (created_at, id), newest first. The DLQ list names itself, so its cursors fail on the job list. */
 const JOBS_CURSOR = cursorCodec('jobs', ['time', 'uuid']);
@@ -41,7 +41,6 @@ function jobFilter(q: URLSearchParams, status: JobStatus | null): JobFilter {
 
 // What the OpenAPI document says of these routes.
 const Time = Type.String({ format: 'date-time' });
-const Counts = Type.Object(Object.fromEntries(JOB_STATUSES.map((st) => [st, Type.Integer({ minimum: 0 })])));
 const PAGE_QUERY: NonNullable<RouteDoc['query']> = {
   limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
   cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
@@ -109,6 +108,7 @@ export function jobQueryRoutes(app: App): Route[] {
       permission: 'jobs:read',
       handler: list,
       doc: {
+        operationId: 'listJobs',
         summary: 'List jobs, newest first, a page at a time',
         description: 'Ordered by created_at then id, descending. The cursor is a keyset: pages stay stable while jobs are inserted.',
         query: { ...PAGE_QUERY, status: { schema: JobStatusSchema, description: 'only jobs in this status' } },
@@ -121,15 +121,14 @@ export function jobQueryRoutes(app: App): Route[] {
       permission: 'jobs:read',
       handler: status,
       doc: {
+        operationId: 'getJobStatuses',
         summary: 'Batch status of up to 100 jobs',
         description: 'In the order asked; ids that do not exist in the organization are left out.',
         query: { ids: { schema: Type.String(), required: true, description: 'comma-separated job ids (repeatable), at most 100' } },
         responses: {
           200: {
             description: 'One line per known job',
-            schema: Type.Array(
-              Type.Object({ id: Type.String({ format: 'uuid' }), status: JobStatusSchema, queue_name: Type.String(), retry_count: Type.Integer(), updated_at: Time }),
-            ),
+            schema: Type.Array(JobStatusLine),
           },
         },
       },
@@ -140,12 +139,13 @@ export function jobQueryRoutes(app: App): Route[] {
       permission: 'jobs:read',
       handler: stats,
       doc: {
+        operationId: 'getJobStats',
         summary: 'Job counts per status, for the organization or one queue',
         query: { queue_name: PAGE_QUERY.queue_name!, queue: PAGE_QUERY.queue! },
         responses: {
           200: {
             description: 'Counts (every status present)',
-            schema: Type.Object({ queue_name: Type.Union([Type.String(), Type.Null()]), counts: Counts, total: Type.Integer({ minimum: 0 }) }),
+            schema: JobStats,
           },
         },
       },
@@ -156,6 +156,7 @@ export function jobQueryRoutes(app: App): Route[] {
       permission: 'dlq:read',
       handler: dlq,
       doc: {
+        operationId: 'listDeadLetterJobs',
         summary: 'List dead-lettered jobs, with payloads and error history',
         description: 'GET /api/v1/jobs fixed to status deadletter (a status parameter is ignored); its own cursors.',
         query: PAGE_QUERY,

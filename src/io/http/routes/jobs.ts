@@ -1,17 +1,26 @@
 // Job routes (REST adapter): enqueue (one or bulk), get, claim, complete, fail, heartbeat, cancel, priority,
-// retry. The operations are src/app/jobs.ts; here: the schemas they validate with, the OpenAPI doc, presentation.
-import Type, { type TSchema } from 'typebox';
-import { BULK_MAX, BulkBody, ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody, PriorityBody, type Enqueued } from '../../../app/jobs.js';
-import { idOf } from '../../../app/fields.js';
+// retry. The operations are src/app/jobs.ts; here: the OpenAPI doc and presentation.
+import Type, { type TObject, type TSchema } from 'typebox';
+import { BULK_MAX, BulkBody, ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody, JobDefinition, PriorityBody, type Enqueued } from '../../../app/jobs.js';
+import { idOf, QueueName } from '../../../app/fields.js';
 import type { App } from '../../../app/app.js';
+import type { ErrorCode } from '../../../errors.js';
 import { presentJob, presentTimes } from '../../present.js';
-import { CreatedJob, Job } from '../schemas.js';
+import { BulkResult, ClaimedJobs, CreatedJob, Job, JobCancelled, JobCompleted, JobFailed, JobPriority, LeaseExtended } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
 
 const jobId = (req: Request): string => idOf('Job', req.params.id!);
 
 /** 201 with the new job, or 200 with the job holding its idempotency key. */
 export const presentEnqueued = ({ created, job }: Enqueued): Response => ({ status: created ? 201 : 200, body: { ...presentJob(job), created } });
+
+/** What the document says of a bulk item: a job definition whose queue_name may come from the defaults. */
+const BulkItem = Type.Object({ ...JobDefinition.properties, queue_name: Type.Optional(QueueName) });
+/**
+ * What creating jobs adds to a route's errors (OpenAPI): the job quotas (429) and a queue moving between nodes
+ * (503). The plan's payload cap answers 413 PAYLOAD_TOO_LARGE, which every route with a body lists already.
+ */
+export const JOB_ADMISSION: ErrorCode[] = ['QUOTA_EXCEEDED', 'SHARD_MOVED'];
 
 export function jobRoutes(app: App): Route[] {
   const { jobs } = app;
@@ -55,10 +64,12 @@ export function jobRoutes(app: App): Route[] {
       permission: 'jobs:write',
       handler: handlers.enqueue,
       doc: {
+        operationId: 'enqueueJob',
         summary: 'Enqueue a job',
         description: 'A job sent to an unknown queue creates it. An idempotency_key already used in the organization returns that job (200, created: false).',
         body: EnqueueBody.schema,
         responses: { 201: { description: 'Created', schema: CreatedJob }, 200: { description: 'The job holding this idempotency key', schema: CreatedJob } },
+        errors: JOB_ADMISSION,
       },
     },
     {
@@ -67,19 +78,27 @@ export function jobRoutes(app: App): Route[] {
       permission: 'jobs:write',
       handler: handlers.claim,
       doc: {
+        operationId: 'claimJobs',
         summary: 'Claim jobs under a lease',
         description: 'Highest priority first, then oldest. wait_ms long-polls until a job arrives. A paused queue returns no jobs.',
         body: ClaimBody.schema,
-        responses: ok('The claimed jobs, each with its lease_id', Type.Object({ jobs: Type.Array(Job) })),
+        responses: ok('The claimed jobs, each with its lease_id', ClaimedJobs),
+        errors: ['SHARD_MOVED'],
       },
     },
-    { method: 'GET', path: '/api/v1/jobs/:id', permission: 'jobs:read', handler: handlers.get, doc: { summary: 'Get a job', responses: ok('The job', Job) } },
+    { method: 'GET', path: '/api/v1/jobs/:id', permission: 'jobs:read', handler: handlers.get, doc: { operationId: 'getJob', summary: 'Get a job', responses: ok('The job', Job) } },
     {
       method: 'POST',
       path: '/api/v1/jobs/:id/complete',
       permission: 'jobs:write',
       handler: handlers.complete,
-      doc: { summary: 'Complete a claimed job (409 LEASE_EXPIRED for a stale lease)', body: CompleteBody.schema, responses: ok('Completed') },
+      doc: {
+        operationId: 'completeJob',
+        summary: 'Complete a claimed job (409 LEASE_EXPIRED for a stale lease)',
+        body: CompleteBody.schema,
+        responses: ok('Completed', JobCompleted),
+        errors: ['LEASE_EXPIRED', 'SHARD_MOVED'],
+      },
     },
     {
       method: 'POST',
@@ -87,10 +106,12 @@ export function jobRoutes(app: App): Route[] {
       permission: 'jobs:write',
       handler: handlers.fail,
       doc: {
+        operationId: 'failJob',
         summary: 'Fail a claimed job',
         description: 'Retried after min(2^retry_count, 60) minutes while retries remain, else dead-lettered; retryable: false dead-letters at once.',
         body: FailBody.schema,
-        responses: ok('scheduled (with the next attempt time) or deadletter'),
+        responses: ok('scheduled (with the next attempt time) or deadletter', JobFailed),
+        errors: ['LEASE_EXPIRED', 'SHARD_MOVED'],
       },
     },
     {
@@ -98,19 +119,31 @@ export function jobRoutes(app: App): Route[] {
       path: '/api/v1/jobs/:id/heartbeat',
       permission: 'jobs:write',
       handler: handlers.heartbeat,
-      doc: { summary: 'Extend a live lease (an expired one is never revived)', body: HeartbeatBody.schema, responses: ok('The new lease expiry') },
+      doc: {
+        operationId: 'heartbeatJob',
+        summary: 'Extend a live lease (an expired one is never revived)',
+        body: HeartbeatBody.schema,
+        responses: ok('The new lease expiry', LeaseExtended),
+        errors: ['LEASE_EXPIRED', 'SHARD_MOVED'],
+      },
     },
-    { method: 'DELETE', path: '/api/v1/jobs/:id', permission: 'jobs:write', handler: handlers.cancel, doc: { summary: 'Cancel a job', responses: ok('Cancelled') } },
+    { method: 'DELETE', path: '/api/v1/jobs/:id', permission: 'jobs:write', handler: handlers.cancel, doc: { operationId: 'cancelJob', summary: 'Cancel a job', responses: ok('Cancelled', JobCancelled), errors: ['JOB_NOT_LIVE', 'SHARD_MOVED'] } },
     {
       method: 'POST',
       path: '/api/v1/jobs/bulk',
       permission: 'jobs:write',
       handler: handlers.bulk,
       doc: {
+        operationId: 'enqueueJobs',
         summary: `Enqueue up to ${BULK_MAX} jobs`,
         description: 'Top-level fields are defaults for the items; a bare array is accepted. Invalid items are reported per index without sinking the valid ones.',
-        body: BulkBody.schema,
-        responses: ok('Per-item outcome: succeeded [{index, id, created}], failed [{index, error}]'),
+        // Items are checked one by one against the job definition (queue_name may come from the defaults).
+        body: Type.Union([
+          Type.Object({ ...(BulkBody.schema as TObject).properties, jobs: Type.Array(BulkItem, { minItems: 1, maxItems: BULK_MAX }) }),
+          Type.Array(BulkItem, { minItems: 1, maxItems: BULK_MAX }),
+        ]),
+        responses: ok('Per-item outcome: succeeded [{index, id, created}], failed [{index, error}]', BulkResult),
+        errors: JOB_ADMISSION,
       },
     },
     {
@@ -118,14 +151,25 @@ export function jobRoutes(app: App): Route[] {
       path: '/api/v1/jobs/:id/priority',
       permission: 'jobs:write',
       handler: handlers.priority,
-      doc: { summary: 'Change the priority of a pending or scheduled job', body: PriorityBody.schema, responses: ok('The new priority') },
+      doc: {
+        operationId: 'setJobPriority',
+        summary: 'Change the priority of a pending or scheduled job',
+        body: PriorityBody.schema,
+        responses: ok('The new priority', JobPriority),
+        errors: ['JOB_NOT_LIVE', 'SHARD_MOVED'],
+      },
     },
     {
       method: 'POST',
       path: '/api/v1/jobs/:id/retry',
       permission: 'jobs:write',
       handler: handlers.retry,
-      doc: { summary: 'Retry a dead-lettered or cancelled job (retry count reset)', responses: ok('The job, pending again', Job) },
+      doc: {
+        operationId: 'retryJob',
+        summary: 'Retry a dead-lettered or cancelled job (retry count reset)',
+        responses: ok('The job, pending again', Job),
+        errors: ['JOB_NOT_LIVE', 'WORKFLOW_JOB', 'QUOTA_EXCEEDED', 'SHARD_MOVED'],
+      },
     },
   ];
 }

@@ -2,6 +2,7 @@
 // `Authorization: Bearer <METRICS_TOKEN>` (compared in constant time). API keys do not open it: metrics are the
 // operator's, not a tenant's.
 import { createHash, timingSafeEqual } from 'node:crypto';
+import Type from 'typebox';
 import { AppError } from '../../../errors.js';
 import type { Metrics } from '../../../runtime/metrics.js';
 import type { Route } from '../router.js';
@@ -24,8 +25,10 @@ export function metricsRoutes(s: Services, metrics: Metrics): Route[] {
         return { status: 200, body: await metrics.render(), headers: { 'content-type': metrics.contentType } };
       },
       doc: {
+        operationId: 'getMetrics',
         summary: 'Prometheus metrics (open unless METRICS_TOKEN is set)',
-        responses: { 200: { description: 'Prometheus text exposition format' } },
+        responses: { 200: { description: 'Prometheus text exposition format', mediaType: 'text/plain', schema: Type.String() } },
+        security: ['none', 'metricsToken'],
       },
     },
   ];

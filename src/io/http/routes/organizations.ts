@@ -44,7 +44,7 @@ export const Organization = Type.Object({
   plan: Type.String(),
   owner_email: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String({ format: 'date-time' }),
-});
+}, { $id: 'Organization' });
 const Created = Type.Object({
   organization: Organization,
   api_key: Type.Object({
@@ -54,7 +54,7 @@ const Created = Type.Object({
     permissions: Type.Array(Type.String()),
     created_at: Type.String({ format: 'date-time' }),
   }),
-});
+}, { $id: 'CreatedOrganization' });
 
 export function presentOrganization(row: OrganizationRow): Record<string, unknown> {
   return { id: row.id, name: row.name, slug: row.slug, plan: row.plan, owner_email: row.owner_email, created_at: isoOf(row.created_at) };
@@ -123,11 +123,14 @@ export function organizationRoutes(s: Services): Route[] {
       permission: null,
       handler: register,
       doc: {
+        operationId: 'createOrganization',
         summary: 'Create an organization (Free plan) and its first API key',
         description:
           'Open to anyone when REGISTRATION_MODE=open; otherwise it needs X-Admin-Key. 409 conflict when the slug is taken.',
         body: RegisterBody.schema,
         responses: created,
+        errors: ['SLUG_TAKEN', 'UNAVAILABLE'],
+        security: ['none', 'adminKey'],
       },
     },
     {
@@ -136,6 +139,7 @@ export function organizationRoutes(s: Services): Route[] {
       permission: null,
       handler: adminList,
       doc: {
+        operationId: 'adminListOrganizations',
         summary: 'List every organization by slug, a page at a time (admin)',
         description: adminNote,
         query: {
@@ -149,6 +153,8 @@ export function organizationRoutes(s: Services): Route[] {
             headers: { 'X-Next-Cursor': 'absent on the last page', Link: '<…&cursor={next}>; rel="next"; absent on the last page' },
           },
         },
+        errors: ['UNAVAILABLE'],
+        security: ['adminKey'],
       },
     },
     {
@@ -157,10 +163,13 @@ export function organizationRoutes(s: Services): Route[] {
       permission: null,
       handler: adminCreate,
       doc: {
+        operationId: 'adminCreateOrganization',
         summary: 'Create an organization on a plan, with its first API key (admin)',
         description: `${adminNote} plan: ${PLAN_TIERS.join(', ')} (default free). 409 conflict when the slug is taken.`,
         body: AdminCreateBody.schema,
         responses: created,
+        errors: ['SLUG_TAKEN', 'UNAVAILABLE'],
+        security: ['adminKey'],
       },
     },
   ];

@@ -14,6 +14,7 @@ import { WEBHOOK_EVENTS, type WebhookDispatcher } from '../../webhooks/dispatche
 import { policyOf, urlProblem } from '../../webhooks/ssrf.js';
 import { cursorCodec, MAX_LIMIT, pageResponse, parseLimit, readCursor } from '../cursor.js';
 import { isoOf } from '../../present.js';
+import { Deleted } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
 import { validator } from '../../validate.js';
 import type { Services } from './services.js';
@@ -61,7 +62,7 @@ const OutgoingWebhook = Type.Object({
   last_status: Type.Union([Type.Literal('success'), Type.Literal('failed'), Type.Literal('auto_disabled'), Type.Null()]),
   created_at: Time,
   updated_at: Time,
-});
+}, { $id: 'OutgoingWebhook' });
 const Delivery = Type.Object({
   id: Type.String({ format: 'uuid' }),
   event_id: Type.String(),
@@ -72,7 +73,18 @@ const Delivery = Type.Object({
   error: Type.Union([Type.String(), Type.Null()]),
   created_at: Time,
   completed_at: Type.Union([Time, Type.Null()]),
-});
+}, { $id: 'Delivery' });
+/** The answer of a test send: the delivery as it went, without the fields of the history. */
+const TestDelivery = Type.Object({
+    id: Type.String({ format: 'uuid' }),
+    event: Type.Literal('webhook.test'),
+    status: Type.Union([Type.Literal('success'), Type.Literal('failed'), Type.Literal('pending')], {
+      description: 'pending only when the node began shutting down during the attempt',
+    }),
+    attempts: Type.Integer(),
+    response_status: Type.Union([Type.Integer(), Type.Null()]),
+    error: Type.Union([Type.String(), Type.Null()]),
+}, { $id: 'TestDelivery' });
 
 export function presentWebhook(w: OutgoingWebhookRow): Record<string, unknown> {
   return {
@@ -206,10 +218,12 @@ export function outgoingWebhookRoutes(s: Services, dispatcher: WebhookDispatcher
       permission: '*',
       handler: create,
       doc: {
+        operationId: 'createOutgoingWebhook',
         summary: 'Create an outgoing webhook endpoint (quota: webhooks, when enabled)',
         description: `events: any of ${WEBHOOK_EVENTS.join(', ')}. With a secret, deliveries carry X-Queue-Signature.`,
         body: CreateBody.schema,
         responses: { 201: { description: 'The new endpoint', schema: OutgoingWebhook } },
+        errors: ['QUOTA_EXCEEDED'],
       },
     },
     {
@@ -218,6 +232,7 @@ export function outgoingWebhookRoutes(s: Services, dispatcher: WebhookDispatcher
       permission: '*',
       handler: list,
       doc: {
+        operationId: 'listOutgoingWebhooks',
         summary: "List the organization's outgoing webhooks, newest first, a page at a time",
         query: {
           limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
@@ -232,18 +247,20 @@ export function outgoingWebhookRoutes(s: Services, dispatcher: WebhookDispatcher
         },
       },
     },
-    { method: 'GET', path: `${BASE}/:id`, permission: '*', handler: get, doc: { summary: 'Get an outgoing webhook', responses: one } },
+    { method: 'GET', path: `${BASE}/:id`, permission: '*', handler: get, doc: { operationId: 'getOutgoingWebhook', summary: 'Get an outgoing webhook', responses: one } },
     {
       method: 'PUT',
       path: `${BASE}/:id`,
       permission: '*',
       handler: update,
       doc: {
+        operationId: 'updateOutgoingWebhook',
         summary: 'Update an outgoing webhook (fields omitted are kept)',
         description: 'secret: omitted keeps it, null clears it (deliveries are then unsigned), a string replaces it. ' +
           'enabled: true on a disabled endpoint is charged against the webhooks quota like a creation.',
         body: UpdateBody.schema,
         responses: one,
+        errors: ['QUOTA_EXCEEDED'],
       },
     },
     {
@@ -252,8 +269,9 @@ export function outgoingWebhookRoutes(s: Services, dispatcher: WebhookDispatcher
       permission: '*',
       handler: remove,
       doc: {
+        operationId: 'deleteOutgoingWebhook',
         summary: 'Delete an outgoing webhook and its delivery history',
-        responses: { 200: { description: 'Deleted', schema: Type.Object({ id: Type.String(), deleted: Type.Literal(true) }) } },
+        responses: { 200: { description: 'Deleted', schema: Deleted } },
       },
     },
     {
@@ -262,20 +280,9 @@ export function outgoingWebhookRoutes(s: Services, dispatcher: WebhookDispatcher
       permission: '*',
       handler: test,
       doc: {
+        operationId: 'testOutgoingWebhook',
         summary: 'Send a webhook.test delivery now (one attempt) and answer its outcome',
-        responses: {
-          200: {
-            description: 'The delivery, status success or failed',
-            schema: Type.Object({
-              id: Type.String(),
-              event: Type.String(),
-              status: Type.String(),
-              attempts: Type.Integer(),
-              response_status: Type.Union([Type.Integer(), Type.Null()]),
-              error: Type.Union([Type.String(), Type.Null()]),
-            }),
-          },
-        },
+        responses: { 200: { description: 'The delivery, status success or failed', schema: TestDelivery } },
       },
     },
     {
@@ -284,6 +291,7 @@ export function outgoingWebhookRoutes(s: Services, dispatcher: WebhookDispatcher
       permission: '*',
       handler: deliveries,
       doc: {
+        operationId: 'listDeliveries',
         summary: "An endpoint's newest deliveries (at most 100 are readable)",
         query: { limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 100 }), description: 'how many, newest first' } },
         responses: { 200: { description: 'Deliveries, newest first', schema: Type.Array(Delivery) } },

@@ -1,32 +1,16 @@
 // The read side of queues (REST adapter): the list, one queue's record, and its stats (src/app/queues.ts).
 import Type from 'typebox';
 import type { App } from '../../../app/app.js';
-import { JOB_STATUSES, type StatusCounts } from '../../db/sql/jobStats.js';
+import type { StatusCounts } from '../../db/sql/jobStats.js';
 import type { QueueRow } from '../../db/sql/listQueues.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
 import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
-import { Queue } from '../schemas.js';
+import { Queue, QueueStats } from '../schemas.js';
 
 /** Keyset over the name, ascending (byte order). */
 const QUEUES_CURSOR = cursorCodec('queues', ['text']);
 
-// What the OpenAPI document says of these routes.
-const Count = Type.Integer({ minimum: 0 });
-const Counts = Type.Object(Object.fromEntries(JOB_STATUSES.map((st) => [st, Count])));
-const QueueRecord = Type.Intersect([Queue, Type.Object({ counts: Counts })]);
-const QueueStats = Type.Object({
-  name: Type.String(),
-  paused: Type.Boolean(),
-  ...Object.fromEntries(JOB_STATUSES.map((st) => [st, Count])),
-  oldest_pending_age_seconds: Type.Union([Count, Type.Null()], {
-    description: 'whole seconds since the oldest pending job became due (scheduled_at, else created_at); null when none',
-  }),
-  throughput_last_minute: Type.Object({
-    completed: Type.Integer({ minimum: 0, description: 'jobs completed in the last 60 s' }),
-    failed: Type.Integer({ minimum: 0, description: 'failed attempts (fail calls, lease expiries) recorded in the last 60 s' }),
-  }),
-});
 
 /** The queue record of the API. */
 export function presentQueue(row: QueueRow, counts: StatusCounts): Record<string, unknown> {
@@ -65,6 +49,7 @@ export function queueQueryRoutes(app: App): Route[] {
       permission: 'queues:read',
       handler: list,
       doc: {
+        operationId: 'listQueues',
         summary: "List the organization's queues by name, a page at a time",
         query: {
           limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
@@ -73,7 +58,7 @@ export function queueQueryRoutes(app: App): Route[] {
         responses: {
           200: {
             description: 'A page of queue records',
-            schema: Type.Array(QueueRecord),
+            schema: Type.Array(Queue),
             headers: { 'X-Next-Cursor': 'absent on the last page', Link: '<…&cursor={next}>; rel="next"; absent on the last page' },
           },
         },
@@ -84,7 +69,7 @@ export function queueQueryRoutes(app: App): Route[] {
       path: '/api/v1/queues/:name',
       permission: 'queues:read',
       handler: get,
-      doc: { summary: 'A queue: state, configuration, job counts', responses: { 200: { description: 'The queue record', schema: QueueRecord } } },
+      doc: { operationId: 'getQueue', summary: 'A queue: state, configuration, job counts', responses: { 200: { description: 'The queue record', schema: Queue } } },
     },
     {
       method: 'GET',
@@ -92,6 +77,7 @@ export function queueQueryRoutes(app: App): Route[] {
       permission: 'queues:read',
       handler: stats,
       doc: {
+        operationId: 'getQueueStats',
         summary: 'Queue statistics: counts, oldest pending age, throughput over the last minute',
         responses: { 200: { description: 'The statistics', schema: QueueStats } },
       },

@@ -5,7 +5,7 @@ import type { App } from '../../../app/app.js';
 import { CreateQueueBody, PauseBody, QueueConfigBody } from '../../../app/queues.js';
 import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
-import { Queue } from '../schemas.js';
+import { Queue, QueueDeleted } from '../schemas.js';
 
 const presentQueue = (q: QueueView) => ({ ...q, created_at: isoOf(q.created_at), updated_at: isoOf(q.updated_at) });
 
@@ -29,10 +29,12 @@ export function queueRoutes(app: App): Route[] {
       permission: 'queues:write',
       handler: handlers.create,
       doc: {
+        operationId: 'createQueue',
         summary: 'Create a queue',
         description: 'name (alias queue_name), with optional defaults for its jobs. 409 if it exists.',
         body: CreateQueueBody.schema,
         responses: { 201: { description: 'Created', schema: Queue } },
+        errors: ['QUEUE_EXISTS', 'QUOTA_EXCEEDED', 'SHARD_MOVED'],
       },
     },
     {
@@ -40,28 +42,45 @@ export function queueRoutes(app: App): Route[] {
       path: '/api/v1/queues/:name/pause',
       permission: 'queues:write',
       handler: handlers.pause,
-      doc: { summary: 'Pause a queue: claims return no jobs until resumed', body: PauseBody.schema, responses: ok('The paused queue') },
+      doc: {
+        operationId: 'pauseQueue',
+        summary: 'Pause a queue: claims return no jobs until resumed',
+        body: PauseBody.schema,
+        responses: ok('The paused queue'),
+        errors: ['SHARD_MOVED'],
+      },
     },
     {
       method: 'POST',
       path: '/api/v1/queues/:name/resume',
       permission: 'queues:write',
       handler: handlers.resume,
-      doc: { summary: 'Resume a paused queue', responses: ok('The queue') },
+      doc: { operationId: 'resumeQueue', summary: 'Resume a paused queue', responses: ok('The queue'), errors: ['SHARD_MOVED'] },
     },
     {
       method: 'PUT',
       path: '/api/v1/queues/:name/config',
       permission: 'queues:write',
       handler: handlers.configure,
-      doc: { summary: 'Set the defaults for new jobs (null clears one)', body: QueueConfigBody.schema, responses: ok('The queue') },
+      doc: {
+        operationId: 'configureQueue',
+        summary: 'Set the defaults for new jobs (null clears one)',
+        body: QueueConfigBody.schema,
+        responses: ok('The queue'),
+        errors: ['SHARD_MOVED'],
+      },
     },
     {
       method: 'DELETE',
       path: '/api/v1/queues/:name',
       permission: 'queues:write',
       handler: handlers.delete,
-      doc: { summary: 'Delete a queue (409 while it has pending, scheduled or processing jobs)', responses: { 200: { description: '{name, deleted: true}' } } },
+      doc: {
+        operationId: 'deleteQueue',
+        summary: 'Delete a queue (409 while it has pending, scheduled or processing jobs)',
+        responses: { 200: { description: 'Deleted', schema: QueueDeleted } },
+        errors: ['QUEUE_NOT_EMPTY', 'SHARD_MOVED'],
+      },
     },
   ];
 }

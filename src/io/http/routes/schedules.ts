@@ -17,9 +17,10 @@ import { updateSchedule } from '../../db/sql/updateSchedule.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
 import { isoOf, presentJob } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
-import { Job, JsonObject } from '../schemas.js';
+import { Deleted, Job, JsonObject } from '../schemas.js';
 import { validator } from '../../validate.js';
 import { LeaseSecs, MaxRetries, Priority, QueueName, Uuid } from '../../../app/fields.js';
+import { JOB_ADMISSION } from './jobs.js';
 import type { Services } from './services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -90,7 +91,7 @@ const Schedule = Type.Object({
   last_run_at: Time,
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
-});
+}, { $id: 'Schedule' });
 const Run = Type.Object({
   id: Type.String({ format: 'uuid' }),
   schedule_id: Type.String({ format: 'uuid' }),
@@ -100,7 +101,7 @@ const Run = Type.Object({
   job_id: Type.Union([Type.String({ format: 'uuid' }), Type.Null()]),
   status: Type.Union([Type.Literal('enqueued'), Type.Literal('failed')]),
   error: Type.Union([Type.String(), Type.Null()], { description: 'why a failed run made no job (a quota, for instance)' }),
-});
+}, { $id: 'ScheduleRun' });
 
 function presentSchedule(row: ScheduleRow): Record<string, unknown> {
   return {
@@ -297,10 +298,11 @@ export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Schedule
     },
   });
   const one = (description: string) => ({ 200: { description, schema: Schedule } });
-  const Triggered = Type.Intersect([Run, Type.Object({ job: Job })]);
+  const Triggered = Type.Intersect([Run, Type.Object({ job: Job })], { $id: 'TriggeredRun' });
   const triggerDoc = {
     description: 'Enqueues the job now, counted against jobs_per_day and active_jobs (429 at the limit), and records a manual run.',
     responses: { 201: { description: 'The manual run, with its job', schema: Triggered } },
+    errors: JOB_ADMISSION,
   };
 
   return [
@@ -310,11 +312,13 @@ export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Schedule
       permission: 'jobs:write',
       handler: create,
       doc: {
+        operationId: 'createSchedule',
         summary: 'Create a schedule',
         description:
           'A 6-field cron expression (with seconds) in an IANA time zone; each fire enqueues payload_template into queue_name. Quota: schedules. 413 when payload_template exceeds the plan payload cap.',
         body: CreateBody.schema,
         responses: { 201: { description: 'The schedule, with its first fire time', schema: Schedule } },
+        errors: ['QUOTA_EXCEEDED'],
       },
     },
     {
@@ -322,15 +326,16 @@ export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Schedule
       path: '/api/v1/schedules',
       permission: 'jobs:read',
       handler: list,
-      doc: { summary: "List the organization's schedules, newest first, a page at a time", ...page('A page of schedules', Schedule) },
+      doc: { operationId: 'listSchedules', summary: "List the organization's schedules, newest first, a page at a time", ...page('A page of schedules', Schedule) },
     },
-    { method: 'GET', path: '/api/v1/schedules/:id', permission: 'jobs:read', handler: get, doc: { summary: 'Get a schedule', responses: one('The schedule') } },
+    { method: 'GET', path: '/api/v1/schedules/:id', permission: 'jobs:read', handler: get, doc: { operationId: 'getSchedule', summary: 'Get a schedule', responses: one('The schedule') } },
     {
       method: 'PUT',
       path: '/api/v1/schedules/:id',
       permission: 'jobs:write',
       handler: update,
       doc: {
+        operationId: 'updateSchedule',
         summary: 'Update a schedule',
         description: 'Fields left out keep their value; null clears max_retries or timeout_seconds. The next fire time is recomputed from now.',
         body: UpdateBody.schema,
@@ -343,8 +348,9 @@ export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Schedule
       permission: 'jobs:write',
       handler: remove,
       doc: {
+        operationId: 'deleteSchedule',
         summary: 'Delete a schedule and its run history (its jobs stay)',
-        responses: { 200: { description: 'Deleted', schema: Type.Object({ id: Type.String({ format: 'uuid' }), deleted: Type.Literal(true) }) } },
+        responses: { 200: { description: 'Deleted', schema: Deleted } },
       },
     },
     {
@@ -352,35 +358,41 @@ export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Schedule
       path: '/api/v1/schedules/:id/pause',
       permission: 'jobs:write',
       handler: pausing(true),
-      doc: { summary: 'Pause a schedule (it stops firing)', responses: one('The paused schedule') },
+      doc: { operationId: 'pauseSchedule', summary: 'Pause a schedule (it stops firing)', responses: one('The paused schedule') },
     },
     {
       method: 'POST',
       path: '/api/v1/schedules/:id/resume',
       permission: 'jobs:write',
       handler: pausing(false),
-      doc: { summary: 'Resume a schedule from now (fire times missed while paused are skipped)', responses: one('The schedule, with its next fire time') },
+      doc: { operationId: 'resumeSchedule', summary: 'Resume a schedule from now (fire times missed while paused are skipped)', responses: one('The schedule, with its next fire time') },
     },
     {
       method: 'POST',
       path: '/api/v1/schedules/trigger',
       permission: 'jobs:write',
       handler: (req) => trigger(req.principal.organizationId, TriggerBody(req.body).schedule_id),
-      doc: { summary: 'Trigger a schedule now', body: TriggerBody.schema, ...triggerDoc },
+      doc: {
+        operationId: 'triggerScheduleById',
+        summary: 'Trigger a schedule now (its id in the body)',
+        body: TriggerBody.schema,
+        ...triggerDoc,
+        errors: [...triggerDoc.errors, 'NOT_FOUND'],
+      },
     },
     {
       method: 'POST',
       path: '/api/v1/schedules/:id/trigger',
       permission: 'jobs:write',
       handler: (req) => trigger(req.principal.organizationId, req.params.id!),
-      doc: { summary: 'Trigger a schedule now', ...triggerDoc },
+      doc: { operationId: 'triggerSchedule', summary: 'Trigger a schedule now', ...triggerDoc },
     },
     {
       method: 'GET',
       path: '/api/v1/schedules/:id/runs',
       permission: 'jobs:read',
       handler: runs,
-      doc: { summary: "A schedule's runs (automatic and manual), newest first", ...page('A page of runs', Run) },
+      doc: { operationId: 'listScheduleRuns', summary: "A schedule's runs (automatic and manual), newest first", ...page('A page of runs', Run) },
     },
   ];
 }

@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Type from 'typebox';
 import { notFound } from '../../../errors.js';
 import type { Response, Route } from '../router.js';
 
@@ -92,7 +93,11 @@ export function uiRoutes(dir: string = UI_DIR): Route[] {
       path: '/',
       permission: null,
       handler: () => ({ status: 302, headers: { location: '/ui/', 'cache-control': 'no-cache' } }),
-      doc: { summary: 'Redirects to the dashboard', responses: { 302: { description: 'Location: /ui/' } } },
+      doc: {
+        operationId: 'redirectToDashboard',
+        summary: 'Redirects to the dashboard',
+        responses: { 302: { description: 'To the dashboard', headers: { Location: '/ui/' } } },
+      },
     },
     {
       // The router ignores a trailing slash: /ui and /ui/ are this one route. Asset URLs in the page are
@@ -101,14 +106,25 @@ export function uiRoutes(dir: string = UI_DIR): Route[] {
       path: '/ui',
       permission: null,
       handler: page,
-      doc: { summary: 'The dashboard (HTML; sign in with an API key)', responses: { 200: { description: 'text/html' }, 503: { description: 'The dashboard was not built' } } },
+      doc: {
+        operationId: 'getDashboard',
+        summary: 'The dashboard (HTML; sign in with an API key)',
+        responses: {
+          200: { description: 'The page', mediaType: 'text/html', schema: Type.String() },
+          503: { description: 'The dashboard was not built', mediaType: 'text/plain', schema: Type.String() },
+        },
+      },
     },
     {
       method: 'GET',
       path: '/ui/assets/:file',
       permission: null,
       handler: (req) => asset(req.params.file!),
-      doc: { summary: "The dashboard's scripts and styles (content-hashed names, cached for a year)", responses: { 200: { description: 'JavaScript, CSS or SVG' } } },
+      doc: {
+        operationId: 'getDashboardAsset',
+        summary: "The dashboard's scripts and styles (content-hashed names, cached for a year)",
+        responses: { 200: { description: 'JavaScript, CSS or SVG', mediaType: '*/*', schema: Type.String() } },
+      },
     },
   ];
 }

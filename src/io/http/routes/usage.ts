@@ -12,6 +12,7 @@ import { requireAdmin } from '../admin.js';
 import { ANY_CREDENTIAL } from '../auth.js';
 import type { RateLimiter } from '../rate-limit.js';
 import type { Request, Response, Route } from '../router.js';
+import { PlanChange, Usage, UsageReset } from '../schemas.js';
 import { validator } from '../../validate.js';
 import type { Services } from './services.js';
 import type { ApiCalls } from '../../../runtime/api-calls.js';
@@ -83,14 +84,21 @@ export function usageRoutes(s: Services, extra: { limiter: RateLimiter; apiCalls
       path: '/api/v1/organizations/usage',
       permission: ANY_CREDENTIAL,
       handler: usage,
-      doc: { summary: "The organization's plan, quota usage and today's API calls", responses: { 200: { description: 'Usage' } } },
+      doc: { operationId: 'getUsage', summary: "The organization's plan, quota usage and today's API calls", responses: { 200: { description: 'Usage', schema: Usage } } },
     },
     {
       method: 'PUT',
       path: '/api/v1/admin/organizations/:id/plan',
       permission: null,
       handler: (req) => change(req, (c) => ({ ...c, plan: PlanBody(req.body).plan })),
-      doc: { summary: "Admin (X-Admin-Key): change an organization's plan", body: PlanBody.schema, responses: { 200: { description: 'The new plan' } } },
+      doc: {
+        operationId: 'adminSetPlan',
+        summary: "Admin (X-Admin-Key): change an organization's plan",
+        body: PlanBody.schema,
+        responses: { 200: { description: 'The new plan', schema: PlanChange } },
+        errors: ['UNAVAILABLE'],
+        security: ['adminKey'],
+      },
     },
     {
       method: 'PUT',
@@ -98,9 +106,12 @@ export function usageRoutes(s: Services, extra: { limiter: RateLimiter; apiCalls
       permission: null,
       handler: (req) => change(req, (c) => ({ ...c, overrides: LimitsBody(req.body).limits as LimitOverrides })),
       doc: {
+        operationId: 'adminSetLimits',
         summary: "Admin (X-Admin-Key): set an organization's limit overrides (they replace the previous ones; null is unlimited)",
         body: LimitsBody.schema,
-        responses: { 200: { description: 'The overrides' } },
+        responses: { 200: { description: 'The overrides', schema: PlanChange } },
+        errors: ['UNAVAILABLE'],
+        security: ['adminKey'],
       },
     },
     {
@@ -114,7 +125,13 @@ export function usageRoutes(s: Services, extra: { limiter: RateLimiter; apiCalls
         await s.quotas.resetUsage(id);
         return { status: 200, body: { organization_id: id, jobs_today: 0 } };
       },
-      doc: { summary: "Admin (X-Admin-Key): reset an organization's jobs-per-day count", responses: { 200: { description: 'Reset' } } },
+      doc: {
+        operationId: 'adminResetUsage',
+        summary: "Admin (X-Admin-Key): reset an organization's jobs-per-day count",
+        responses: { 200: { description: 'Reset', schema: UsageReset } },
+        errors: ['UNAVAILABLE'],
+        security: ['adminKey'],
+      },
     },
   ];
 }

@@ -50,8 +50,10 @@ export const Worker = Type.Object({
   metadata: JsonObject,
   registered_at: Type.String({ format: 'date-time' }),
   last_heartbeat_at: Type.String({ format: 'date-time' }),
-  status: Type.Literal('active', { description: 'a worker exists until it is deregistered or reaped as stale' }),
-});
+  status: Type.Union([Type.Literal('active'), Type.Literal('deregistered')], {
+    description: 'active: a worker exists until it is deregistered or reaped as stale; deregistered: the answer of deregister',
+  }),
+}, { $id: 'Worker' });
 
 export function presentWorker(row: WorkerRow): Record<string, unknown> {
   return {
@@ -188,6 +190,7 @@ export function workerRoutes(s: Services, ops: WorkerOps = workerOps(s)): Route[
       permission: 'jobs:write',
       handler: register,
       doc: {
+        operationId: 'registerWorker',
         summary: 'Register a worker (quota workers)',
         description:
           'worker_id: 1–128 characters of A-Z a-z 0-9 . _ -; omitted: a UUID is minted. An id the organization already holds is ' +
@@ -197,6 +200,7 @@ export function workerRoutes(s: Services, ops: WorkerOps = workerOps(s)): Route[
           201: { description: 'Registered', schema: Worker },
           200: { description: 'Re-registered: the existing row, refreshed', schema: Worker },
         },
+        errors: ['WORKER_ID_TAKEN', 'QUOTA_EXCEEDED'],
       },
     },
     {
@@ -205,6 +209,7 @@ export function workerRoutes(s: Services, ops: WorkerOps = workerOps(s)): Route[
       permission: 'jobs:read',
       handler: list,
       doc: {
+        operationId: 'listWorkers',
         summary: "List the organization's registered workers by id, a page at a time",
         query: page,
         responses: {
@@ -216,13 +221,14 @@ export function workerRoutes(s: Services, ops: WorkerOps = workerOps(s)): Route[
         },
       },
     },
-    { method: 'GET', path: '/api/v1/workers/:id', permission: 'jobs:read', handler: get, doc: { summary: 'Get a worker', responses: { 200: { description: 'The worker', schema: Worker } } } },
+    { method: 'GET', path: '/api/v1/workers/:id', permission: 'jobs:read', handler: get, doc: { operationId: 'getWorker', summary: 'Get a worker', responses: { 200: { description: 'The worker', schema: Worker } } } },
     {
       method: 'POST',
       path: '/api/v1/workers/:id/heartbeat',
       permission: 'jobs:write',
       handler: heartbeat,
       doc: {
+        operationId: 'heartbeatWorker',
         summary: 'Worker heartbeat: keeps the worker from the stale-worker reaper',
         description: 'Any body is ignored. A worker already reaped or deregistered is 404: register again.',
         responses: { 200: { description: 'The worker', schema: Worker } },
@@ -234,8 +240,9 @@ export function workerRoutes(s: Services, ops: WorkerOps = workerOps(s)): Route[
       permission: 'jobs:write',
       handler: deregister,
       doc: {
+        operationId: 'deregisterWorker',
         summary: 'Deregister a worker: its row is deleted and its quota slot freed at once',
-        responses: { 200: { description: 'The worker as it was, with status "deregistered"' } },
+        responses: { 200: { description: 'The worker as it was, with status "deregistered"', schema: Worker } },
       },
     },
   ];

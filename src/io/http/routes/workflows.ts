@@ -10,9 +10,10 @@ import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js'
 import { isoOf } from '../../present.js';
 import { oneOf, single } from '../query.js';
 import type { Request, Response, Route } from '../router.js';
-import { JsonObject } from '../schemas.js';
+import { JobStatus, JsonObject } from '../schemas.js';
 import { validator } from '../../validate.js';
 import { QueueName } from '../../../app/fields.js';
+import { JOB_ADMISSION } from './jobs.js';
 import type { Services } from './services.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -38,9 +39,10 @@ const CreateBody = validator(
 );
 
 const STATUSES = ['creating', 'running', 'completed', 'failed', 'cancelled'] as const;
-const WorkflowStatusSchema = Type.Union(STATUSES.map((s) => Type.Literal(s)));
+const WorkflowStatusSchema = Type.Union(STATUSES.map((s) => Type.Literal(s)), { $id: 'WorkflowStatus' });
 const Time = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
-const WorkflowSummary = Type.Object({
+const WorkflowSummary = Type.Object(
+  {
   id: Type.String({ format: 'uuid' }),
   organization_id: Type.String({ format: 'uuid' }),
   name: Type.String(),
@@ -49,22 +51,27 @@ const WorkflowSummary = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   updated_at: Type.String({ format: 'date-time' }),
   completed_at: Time,
-});
-const WorkflowDetail = Type.Intersect([
-  WorkflowSummary,
-  Type.Object({
-    jobs: Type.Array(
+  },
+  { $id: 'WorkflowSummary' },
+);
+const WorkflowDetail = Type.Intersect(
+  [
+    WorkflowSummary,
+    Type.Object({
+      jobs: Type.Array(
       Type.Object({
         name: Type.String(),
         id: Type.String({ format: 'uuid' }),
         queue_name: Type.String(),
-        status: Type.Union([Type.String(), Type.Null()], { description: 'the job status; null once retention deleted the job' }),
+        status: Type.Union([JobStatus, Type.Null()], { description: 'the job status; null once retention deleted the job' }),
         depends_on: Type.Array(Type.String()),
         dependencies_met: Type.Boolean(),
       }),
     ),
-  }),
-]);
+    }),
+  ],
+  { $id: 'Workflow' },
+);
 
 /** Keyset over (created_at, id), newest first. */
 const WORKFLOWS_CURSOR = cursorCodec('workflows', ['time', 'uuid']);
@@ -164,6 +171,7 @@ export function workflowRoutes(s: Services, workflows: WorkflowCoordinator): Rou
       permission: 'jobs:write',
       handler: create,
       doc: {
+        operationId: 'createWorkflow',
         summary: `Create a workflow: a dependency graph of 1 to ${WORKFLOW_MAX_JOBS} jobs`,
         description:
           'Jobs without depends_on run first; a job runs once every job it depends on completed. Names are unique within the workflow; ' +
@@ -171,6 +179,7 @@ export function workflowRoutes(s: Services, workflows: WorkflowCoordinator): Rou
           'A job that is dead-lettered or cancelled cancels the jobs that depend on it, directly or not.',
         body: CreateBody.schema,
         responses: { 201: { description: 'The running workflow with its jobs', schema: WorkflowDetail } },
+        errors: JOB_ADMISSION,
       },
     },
     {
@@ -179,6 +188,7 @@ export function workflowRoutes(s: Services, workflows: WorkflowCoordinator): Rou
       permission: 'jobs:read',
       handler: list,
       doc: {
+        operationId: 'listWorkflows',
         summary: "List the organization's workflows, newest first, a page at a time",
         query: {
           limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
@@ -199,7 +209,7 @@ export function workflowRoutes(s: Services, workflows: WorkflowCoordinator): Rou
       path: '/api/v1/workflows/:id',
       permission: 'jobs:read',
       handler: get,
-      doc: { summary: 'Get a workflow with the status of each of its jobs', responses: one('The workflow') },
+      doc: { operationId: 'getWorkflow', summary: 'Get a workflow with the status of each of its jobs', responses: one('The workflow') },
     },
     {
       method: 'POST',
@@ -207,9 +217,11 @@ export function workflowRoutes(s: Services, workflows: WorkflowCoordinator): Rou
       permission: 'jobs:write',
       handler: cancel,
       doc: {
+        operationId: 'cancelWorkflow',
         summary: 'Cancel a running (or failed) workflow: every job not finished is cancelled',
         description: '409 when the workflow is completed or cancelled already.',
         responses: one('The cancelled workflow'),
+        errors: ['WORKFLOW_NOT_LIVE', 'SHARD_MOVED'],
       },
     },
     {
@@ -218,12 +230,14 @@ export function workflowRoutes(s: Services, workflows: WorkflowCoordinator): Rou
       permission: 'jobs:write',
       handler: retry,
       doc: {
+        operationId: 'retryWorkflow',
         summary: 'Retry a failed or cancelled workflow end to end',
         description:
           'Its dead-lettered and cancelled jobs come back with a fresh retry budget (each counts as a job creation against the quotas, ' +
           'checked first, and the workflow takes a workflows slot again); a job whose parents have not completed waits for them. ' +
           '409 for a running or completed workflow.',
         responses: one('The running workflow'),
+        errors: ['WORKFLOW_NOT_LIVE', ...JOB_ADMISSION],
       },
     },
   ];
