@@ -202,7 +202,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       clock,
       log,
       events,
-      quotas,
+      // The use cases are built over the dispatcher; an auto-disable comes only from a delivery, after they are.
+      onAutoDisabled: (org) => app.webhooks.autoDisabled(org),
       policy: policyOf(config),
       retryUnitMs: config.webhookRetryUnitMs,
       timeoutMs: config.webhookTimeoutMs,

@@ -3,8 +3,8 @@
 // are the dispatcher's (src/io/webhooks), which this module tells of every change.
 //
 // The 'webhooks' quota counts enabled endpoints: creating an enabled one and enabling a disabled one (enabled:
-// true, after an auto-disable too) are charged; disabling, auto-disabling (the dispatcher) and deleting free the
-// slot. The secret is never shown (`has_secret`); an update that omits it keeps it, null clears it (deliveries
+// true, after an auto-disable too) are charged; disabling, auto-disabling (the dispatcher's verdict, reported
+// here) and deleting free the slot. The secret is never shown (`has_secret`); an update that omits it keeps it, null clears it (deliveries
 // are then unsigned), a string replaces it. Every committed change invalidates the dispatchers' caches of the
 // organization's endpoints, on every node.
 import { randomUUID } from 'node:crypto';
@@ -136,6 +136,11 @@ export class Webhooks {
   /** A webhook.test delivery to the endpoint now, one attempt, enabled or not: its outcome. */
   async test(org: string, id: string): Promise<DeliveryResult> {
     return this.c.deliveries.test(await this.get(org, id));
+  }
+
+  /** The dispatcher disabled an endpoint after its 20th consecutive failure: its slot is free. */
+  autoDisabled(org: string): void {
+    this.c.quotas.release(org, 'webhooks');
   }
 
   /** The endpoint's newest deliveries, at most `limit`. */
