@@ -54,11 +54,10 @@ import { Scheduler } from './runtime/scheduler.js';
 import { spawnWorker } from './runtime/spawn.js';
 import { workerRoutes } from './io/http/routes/workers.js';
 import { incomingWebhookRoutes } from './io/http/routes/incoming-webhooks.js';
-import { WorkerReaper } from './runtime/worker-reaper.js';
+import { WorkerReaper } from './app/worker-reaper.js';
 import { WorkflowCoordinator } from './runtime/workflows.js';
 import { workflowRoutes } from './io/http/routes/workflows.js';
 import { uiRoutes } from './io/http/routes/ui.js';
-import { workerOps } from './io/http/routes/workers.js';
 import { GrpcServer } from './io/grpc/server.js';
 
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -199,28 +198,28 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const metrics = new Metrics(config.actorThreads);
     pool.onEvents((e) => metrics.onEvents(e));
     pool.onStats((st) => metrics.onCommits(st));
-    const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel };
-    const app = createApp(ctx);
-    const services: Services = { ...ctx, auth, mailer, app };
-    const sched = (scheduler = new Scheduler({ deps: { store, quotas, jobs: app.jobs }, clock, events, log }));
-    await sched.start();
-    webhooks = new WebhookDispatcher({
+    const deliveries = (webhooks = new WebhookDispatcher({
       store,
       clock,
       log,
       events,
-      quotas,
+      // The use cases are built over the dispatcher; an auto-disable comes only from a delivery, after they are.
+      onAutoDisabled: (org) => app.webhooks.autoDisabled(org),
       policy: policyOf(config),
       retryUnitMs: config.webhookRetryUnitMs,
       timeoutMs: config.webhookTimeoutMs,
       concurrency: config.webhookConcurrency,
       invalidations: channel,
-    });
+    }));
+    const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel, deliveries };
+    const app = createApp(ctx);
+    const services: Services = { ...ctx, auth, mailer, app };
+    const sched = (scheduler = new Scheduler({ deps: { store, quotas, jobs: app.jobs }, clock, events, log }));
+    await sched.start();
     const flows = (workflows = new WorkflowCoordinator({ pool, store, quotas, events, places: services.places, clock, log }));
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const streams = (hub = new StreamHub(events, clock, auth, config.streamsPerOrg));
-    const queueStats = (stats = new QueueStatsFeed(store, events, clock, streams, log));
-    const workers = workerOps(services);
+    const queueStats = (stats = new QueueStatsFeed(app.jobs, events, clock, streams, log));
     const router = new Router().add(
       ...healthRoutes(services),
       ...jobRoutes(app),
@@ -233,11 +232,11 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...authRoutes(services),
       ...organizationRoutes(services),
       ...metricsRoutes(services, metrics),
-      ...eventRoutes(services, { hub: streams, stats: queueStats }),
+      ...eventRoutes(app, { hub: streams, stats: queueStats }),
       ...scheduleRoutes(services, { scheduler: sched }),
-      ...workerRoutes(services, workers),
-      ...incomingWebhookRoutes(services),
-      ...outgoingWebhookRoutes(services, webhooks),
+      ...workerRoutes(app),
+      ...incomingWebhookRoutes(app),
+      ...outgoingWebhookRoutes(app),
       ...workflowRoutes(services, flows),
       ...uiRoutes(),
     );
@@ -269,7 +268,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       eventSocket(streams),
     );
     const port = await http.listen(config.host, config.port);
-    const g = (grpc = new GrpcServer({ app, services, auth, admit, workers, log }));
+    const g = (grpc = new GrpcServer({ app, services, auth, admit, log }));
     const grpcPort = await g.listen(config.host, config.grpcPort);
     const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
     // Say what is bound, not only a URL to click: 0.0.0.0 is every interface, 127.0.0.1 this machine only.

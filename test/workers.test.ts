@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import type { Store } from '../src/io/db/store.js';
 import type { SluiceEvent } from '../src/app/events.js';
-import { WorkerReaper } from '../src/runtime/worker-reaper.js';
+import { WorkerReaper } from '../src/app/worker-reaper.js';
 import { loadConfig } from '../src/config.js';
 import { startNode, type SluiceNode } from '../src/node.js';
 import { Api, freshStore, startTestNode, type TestNode } from './helpers.js';

@@ -1,10 +1,12 @@
 // What the use cases are given: the node's configuration and clock, the actors (every write to jobs and queues
 // goes through them), the store (reads, and the writes of resources no actor owns), job routing, quota
-// admission, the event bus, and the channel that tells every node of a change to what it caches.
+// admission, the event bus, the channel that tells every node of a change to what it caches, and the delivery of
+// outgoing webhooks.
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { InvalidationChannel } from '../io/db/invalidations.js';
 import type { Store } from '../io/db/store.js';
+import type { WebhookDispatcher } from '../io/webhooks/dispatcher.js';
 import type { Log } from '../log.js';
 import type { ActorPool } from '../runtime/actor-pool.js';
 import type { JobPlaces } from '../runtime/job-places.js';
@@ -24,4 +26,6 @@ export interface AppContext {
   events: EventBus;
   /** Tells every node of a committed change to what they cache (keys, tokens, plans, webhook endpoints). */
   invalidations: InvalidationChannel;
+  /** Outgoing webhook deliveries (the outside-world part): told of endpoint changes, sends test deliveries. */
+  deliveries: WebhookDispatcher;
 }

@@ -102,6 +102,11 @@ export class Queues {
     };
   }
 
+  /** 404 unless the queue exists (the queue's stats stream checks before it opens). */
+  async mustExist(org: string, name: string): Promise<void> {
+    await this.row(org, name);
+  }
+
   /** The queue's row, or 404: an invalid name cannot name a queue. */
   private async row(org: string, name: string): Promise<QueueRow> {
     const row = queueNameValid(name) ? await getQueue(this.c.store, org, name) : null;

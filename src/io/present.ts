@@ -1,5 +1,6 @@
-// The job as the API shows it (REST and gRPC). Rows come from SELECT (Dates), from RETURNING to_jsonb
+// Jobs and workers as the API shows them (REST and gRPC). Rows come from SELECT (Dates), from RETURNING to_jsonb
 // (strings) or from an actor (epoch ms); every timestamp leaves as ISO 8601 UTC. The completion webhook secret never leaves.
+import type { WorkerRow } from './db/sql/getWorker.js';
 
 const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at', 'updated_at', 'lease_expires_at'] as const;
 
@@ -44,4 +45,18 @@ export function presentTimes(reply: object): Record<string, unknown> {
     if (typeof out[k] === 'number') out[k] = new Date(out[k] as number).toISOString();
   }
   return out;
+}
+
+/** A worker as REST shows it (gRPC maps this to a queue.v1.Worker). */
+export function presentWorker(row: WorkerRow): Record<string, unknown> {
+  return {
+    worker_id: row.id,
+    queue_name: row.queue_name,
+    hostname: row.hostname,
+    max_concurrency: row.max_concurrency,
+    metadata: row.metadata,
+    registered_at: isoOf(row.registered_at),
+    last_heartbeat_at: isoOf(row.last_heartbeat_at),
+    status: 'active',
+  };
 }

@@ -6,8 +6,8 @@
 import { ManualClock, type Clock } from '../../clock.js';
 import type { Log } from '../../log.js';
 import type { EventBus } from '../../app/events.js';
-import { jobStats, type StatusCounts } from '../db/sql/jobStats.js';
-import type { Store } from '../db/store.js';
+import type { Jobs } from '../../app/jobs.js';
+import type { StatusCounts } from '../db/sql/jobStats.js';
 import type { Envelope, StreamHub } from './hub.js';
 
 /** At most one coalesced read per queue in this window. */
@@ -34,7 +34,7 @@ export class QueueStatsFeed {
   private readonly stopClock: () => void = () => {};
 
   constructor(
-    private readonly store: Store,
+    private readonly jobs: Pick<Jobs, 'stats'>,
     private readonly events: EventBus,
     private readonly clock: Clock,
     private readonly hub: StreamHub,
@@ -129,7 +129,7 @@ export class QueueStatsFeed {
   private read(w: Watch): Promise<StatusCounts> {
     if (w.reading) return w.reading;
     w.lastReadAt = this.clock.now();
-    const reading = jobStats(this.store, w.organizationId, w.queue).finally(() => {
+    const reading = this.jobs.stats(w.organizationId, w.queue).finally(() => {
       w.reading = null;
       // Activity during a read is not in its counts: it plans the next one.
       this.plan(w);

@@ -7,7 +7,6 @@ import type { Log } from '../../log.js';
 import { authorize, type Authenticator, type Principal } from '../http/auth.js';
 import type { App } from '../../app/app.js';
 import type { Services } from '../http/routes/services.js';
-import type { WorkerOps } from '../http/routes/workers.js';
 
 export interface GrpcContext {
   app: App;
@@ -15,7 +14,6 @@ export interface GrpcContext {
   auth: Authenticator;
   /** The per-organization admission HTTP requests go through. */
   admit: (organizationId: string) => Promise<void>;
-  workers: WorkerOps;
   log: Log;
   /** Open streams, ended when the server stops (they would otherwise hold the shutdown). */
   streams: Set<() => void>;

@@ -1,7 +1,9 @@
-// WorkerService: register, heartbeat and deregister through the WorkerOps the REST routes use (upsert, the
-// other organization's id refused, the 'workers' quota, the worker.registered / deregistered events).
+// WorkerService (gRPC adapter): register, heartbeat and deregister through the use cases the REST routes call
+// (src/app/workers.ts: upsert, the other organization's id refused, the 'workers' quota, the
+// worker.registered / deregistered events).
 import type { UntypedServiceImplementation } from '@grpc/grpc-js';
-import { presentWorker } from '../http/routes/workers.js';
+import { RegisterBody } from '../../app/workers.js';
+import { presentWorker } from '../present.js';
 import { given, unary, type GrpcContext } from './call.js';
 
 type Json = Record<string, unknown>;
@@ -20,21 +22,24 @@ function toWorker(w: Json): Json {
 }
 
 export function workerService(ctx: GrpcContext): UntypedServiceImplementation {
-  const ops = ctx.workers;
+  const { workers } = ctx.app;
   return {
     Register: unary(ctx, 'jobs:write', async (org, r: { workerId: string; queueName: string; hostname: string; maxConcurrency: number }) => {
-      const res = await ops.register(org, {
-        worker_id: given(r.workerId),
-        queue_name: given(r.queueName),
-        hostname: given(r.hostname),
-        max_concurrency: given(r.maxConcurrency),
-      });
-      const worker = toWorker(res.body as Json);
-      return { workerId: worker.workerId, created: res.status === 201, worker };
+      const { created, worker } = await workers.register(
+        org,
+        RegisterBody({
+          worker_id: given(r.workerId),
+          queue_name: given(r.queueName),
+          hostname: given(r.hostname),
+          max_concurrency: given(r.maxConcurrency),
+        }),
+      );
+      const w = toWorker(presentWorker(worker));
+      return { workerId: w.workerId, created, worker: w };
     }),
-    Heartbeat: unary(ctx, 'jobs:write', async (org, r: { workerId: string }) => toWorker(presentWorker(await ops.heartbeat(org, r.workerId)))),
+    Heartbeat: unary(ctx, 'jobs:write', async (org, r: { workerId: string }) => toWorker(presentWorker(await workers.heartbeat(org, r.workerId)))),
     Deregister: unary(ctx, 'jobs:write', async (org, r: { workerId: string }) => ({
-      ...toWorker(presentWorker(await ops.deregister(org, r.workerId))),
+      ...toWorker(presentWorker(await workers.deregister(org, r.workerId))),
       status: 'deregistered',
     })),
   };

@@ -1,9 +1,9 @@
 // The webhook dispatcher: turns the node's committed events into deliveries.
 //
-//   event → the organization's enabled endpoints subscribed to its name (cached per organization; the CRUD
-//   routes invalidate) → one 'pending' delivery row each → attempts 1…5, waiting 1, 2, 4, 8 retry units
+//   event → the organization's enabled endpoints subscribed to its name (cached per organization; the use
+//   cases invalidate) → one 'pending' delivery row each → attempts 1…5, waiting 1, 2, 4, 8 retry units
 //   between them → the row closed, the endpoint's counters moved (finishDelivery; the 20th consecutive failure
-//   auto-disables it and frees its quota slot).
+//   auto-disables it, and the use cases free its quota slot: onAutoDisabled).
 //   job.completed, and job.failed with status deadletter, of a job that has a completion callback (the actor
 //   marks them `callback: true`) → one 'callback' delivery to the job's completion_webhook, signed with its
 //   completion_webhook_secret when it has one, same attempts.
@@ -14,12 +14,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
 import type { EventBus, SluiceEvent } from '../../app/events.js';
-import type { Quotas } from '../../app/quotas.js';
 import type { Log } from '../../log.js';
 import { finishDelivery } from '../db/sql/finishDelivery.js';
 import { getJob } from '../db/sql/getJob.js';
 import { insertDelivery, type NewDelivery } from '../db/sql/insertDelivery.js';
-import { enabledWebhooks, getOutgoingWebhook, type OutgoingWebhookRow } from '../db/sql/listOutgoingWebhooks.js';
+import { enabledWebhooks } from '../db/sql/enabledWebhooks.js';
+import { getOutgoingWebhook, type OutgoingWebhookRow } from '../db/sql/getOutgoingWebhook.js';
 import { pendingDeliveries, type PendingDelivery } from '../db/sql/pendingDeliveries.js';
 import { recordDeliveryAttempt } from '../db/sql/recordDeliveryAttempt.js';
 import type { Store } from '../db/store.js';
@@ -55,7 +55,8 @@ export interface DispatcherOptions {
   clock: Clock;
   log: Log;
   events: EventBus;
-  quotas: Quotas;
+  /** An endpoint was auto-disabled (committed): the use cases give its quota slot back. */
+  onAutoDisabled: (organizationId: string) => void;
   policy: UrlPolicy;
   retryUnitMs: number;
   timeoutMs: number;
@@ -286,7 +287,7 @@ export class WebhookDispatcher {
     );
     if (disabled) {
       this.invalidate(d.organizationId);
-      this.o.quotas.release(d.organizationId, 'webhooks');
+      this.o.onAutoDisabled(d.organizationId);
       this.o.log.warn(`webhooks: an endpoint of organization ${d.organizationId} was disabled after ${DISABLE_AFTER} failed deliveries`);
     }
     return this.result(d, last.ok ? 'success' : 'failed', attempt, last);

@@ -1,7 +1,7 @@
 // createOutgoingWebhook — a new endpoint of an organization. Event names go in as one comma-separated string
 // because array parameters are sent differently by pg and PGlite (event names hold no comma).
 import type { Store } from '../store.js';
-import { WEBHOOK_COLUMNS, type OutgoingWebhookRow } from './listOutgoingWebhooks.js';
+import { WEBHOOK_COLUMNS, type OutgoingWebhookRow } from './getOutgoingWebhook.js';
 
 export interface NewOutgoingWebhook {
   id: string;

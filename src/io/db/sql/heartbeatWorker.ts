@@ -1,7 +1,7 @@
 // heartbeatWorker — moves last_heartbeat_at to now, which keeps the worker from the stale-worker reaper.
 // Null when the organization has no such worker (never registered, deregistered, or reaped).
 import type { Store } from '../store.js';
-import { WORKER_COLUMNS, type WorkerRow } from './listWorkers.js';
+import { WORKER_COLUMNS, type WorkerRow } from './getWorker.js';
 
 export async function heartbeatWorker(store: Store, organizationId: string, id: string, at: Date): Promise<WorkerRow | null> {
   const rows = await store.query<WorkerRow>(

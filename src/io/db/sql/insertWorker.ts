@@ -2,7 +2,7 @@
 // skips on conflict so that two registrations racing for one new id leave one row, and the loser (which had
 // reserved a quota slot) gives its slot back and registers again as a refresh or a 409.
 import type { Store } from '../store.js';
-import { WORKER_COLUMNS, type WorkerFields, type WorkerRow } from './listWorkers.js';
+import { WORKER_COLUMNS, type WorkerFields, type WorkerRow } from './getWorker.js';
 
 export async function insertWorker(store: Store, organizationId: string, id: string, f: WorkerFields, at: Date): Promise<WorkerRow | null> {
   const rows = await store.query<WorkerRow>(

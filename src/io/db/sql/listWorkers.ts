@@ -1,27 +1,7 @@
-// listWorkers / getWorker — an organization's registered workers, by id in byte order (COLLATE "C", the same on
+// listWorkers — a page of an organization's registered workers, by id in byte order (COLLATE "C", the same on
 // PostgreSQL and PGlite) over the index workers_org_id (0005).
 import type { Store } from '../store.js';
-
-export interface WorkerRow {
-  id: string;
-  organization_id: string;
-  queue_name: string | null;
-  hostname: string | null;
-  max_concurrency: number | null;
-  metadata: Record<string, unknown>;
-  registered_at: Date | string;
-  last_heartbeat_at: Date | string;
-}
-
-export const WORKER_COLUMNS = 'id, organization_id, queue_name, hostname, max_concurrency, metadata, registered_at, last_heartbeat_at';
-
-/** What a registration sets; undefined fields keep the row's value on a re-registration. */
-export interface WorkerFields {
-  queue_name?: string | null;
-  hostname?: string | null;
-  max_concurrency?: number | null;
-  metadata?: Record<string, unknown>;
-}
+import { WORKER_COLUMNS, type WorkerRow } from './getWorker.js';
 
 export async function listWorkers(store: Store, organizationId: string, afterId: string | null, limit: number): Promise<WorkerRow[]> {
   return store.query<WorkerRow>(
@@ -31,10 +11,4 @@ export async function listWorkers(store: Store, organizationId: string, afterId:
           ORDER BY id COLLATE "C" LIMIT $2`,
     afterId === null ? [organizationId, limit + 1] : [organizationId, limit + 1, afterId],
   );
-}
-
-/** The organization's worker with this id, or null (another organization's worker is null too). */
-export async function getWorker(store: Store, organizationId: string, id: string): Promise<WorkerRow | null> {
-  const rows = await store.query<WorkerRow>(`SELECT ${WORKER_COLUMNS} FROM workers WHERE organization_id = $1 AND id = $2`, [organizationId, id]);
-  return rows[0] ?? null;
 }

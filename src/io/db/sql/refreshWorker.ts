@@ -3,7 +3,7 @@
 // organization has the id, answers who owns it instead (another organization's id, or nobody), in the same
 // statement: the caller then answers 409 or registers a new row.
 import type { Store } from '../store.js';
-import { WORKER_COLUMNS, type WorkerFields, type WorkerRow } from './listWorkers.js';
+import { WORKER_COLUMNS, type WorkerFields, type WorkerRow } from './getWorker.js';
 
 export type Refresh = { row: WorkerRow } | { owner: string | null };
 

@@ -2,7 +2,7 @@
 // before, under the row lock: the route charges or frees the quota slot only for a real transition, so two
 // concurrent PUTs that both enable an endpoint charge it once. Re-enabling starts the failure count over.
 import type { Store } from '../store.js';
-import { WEBHOOK_COLUMNS, type OutgoingWebhookRow } from './listOutgoingWebhooks.js';
+import { WEBHOOK_COLUMNS, type OutgoingWebhookRow } from './getOutgoingWebhook.js';
 
 export interface WebhookChanges {
   name: string | null;

@@ -3,24 +3,21 @@
 // data}; SSE sends it as `id:` and `data:` lines (no `event:` line, so EventSource's onmessage sees them all),
 // with a keep-alive comment every 15 s. These four routes alone take the credential in the query string.
 import Type from 'typebox';
-import { AppError, notFound, validationError } from '../../../errors.js';
-import { getJob } from '../../db/sql/getJob.js';
-import { getQueue } from '../../db/sql/getQueue.js';
+import type { App } from '../../../app/app.js';
+import { idOf, queueNameValid } from '../../../app/fields.js';
+import { AppError, validationError } from '../../../errors.js';
 import type { Envelope, Stream, StreamHub } from '../../events/hub.js';
 import type { QueueStatsFeed } from '../../events/queue-stats.js';
 import { presentJob } from '../../present.js';
 import { single } from '../query.js';
 import type { Request, Response, Route, RouteDoc, StreamSink } from '../router.js';
 import type { SocketRoute } from '../server.js';
-import { queueNameValid } from '../../../app/fields.js';
-import type { Services } from './services.js';
 
 export const KEEP_ALIVE_MS = 15_000;
 const MAX_EVENT_NAMES = 20;
 /** `job.completed`, or every event of a family: `job.*`. */
 const EVENT_NAME = /^[a-z][a-z_]*\.([a-z][a-z_]*|\*)$/;
 const TERMINAL = new Set(['completed', 'deadletter', 'cancelled']);
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const SSE_HEADERS = {
   'content-type': 'text/event-stream; charset=utf-8',
@@ -92,7 +89,7 @@ export interface StreamParts {
   stats: QueueStatsFeed;
 }
 
-export function eventRoutes(s: Services, { hub, stats }: StreamParts): Route[] {
+export function eventRoutes(app: App, { hub, stats }: StreamParts): Route[] {
   const all = (req: Request): Response => {
     const filter = eventFilter(req.query);
     const stream = hub.open(req.principal);
@@ -100,29 +97,23 @@ export function eventRoutes(s: Services, { hub, stats }: StreamParts): Route[] {
   };
 
   const job = async (req: Request): Promise<Response> => {
-    const id = req.params.id!;
-    if (!UUID.test(id)) throw notFound('Job');
+    const id = idOf('Job', req.params.id!);
     const stream = hub.open(req.principal);
     // Listening starts before the read, so nothing between the read and the stream's start is missed.
     const early: Envelope[] = [];
     let send: ((e: Envelope) => void) | null = null;
     stream.listen((e) => {
-      if (e.data.job_id !== id.toLowerCase()) return;
+      if (e.data.job_id !== id) return;
       if (send) send(e);
       else early.push(e);
     });
-    let row;
+    let current;
     try {
-      row = await getJob(s.store, req.principal.organizationId, id.toLowerCase());
+      current = await app.jobs.get(req.principal.organizationId, id);
     } catch (err) {
       stream.release();
       throw err;
     }
-    if (!row) {
-      stream.release();
-      throw notFound('Job');
-    }
-    const current = row;
     return sse(stream, (write, sink) => {
       send = (e) => {
         write(e);
@@ -137,7 +128,7 @@ export function eventRoutes(s: Services, { hub, stats }: StreamParts): Route[] {
   const queue = async (req: Request): Promise<Response> => {
     const name = req.params.name!;
     const org = req.principal.organizationId;
-    if (!queueNameValid(name) || !(await getQueue(s.store, org, name))) throw notFound('Queue');
+    await app.queues.mustExist(org, name);
     const stream = hub.open(req.principal);
     return sse(stream, (send, sink) => sink.onClose(stats.watch(org, name, send)));
   };

@@ -1,51 +1,18 @@
-// Outgoing webhook routes: create, list, get, update, delete, test, delivery history. All need `*`. The secret
-// is never shown (`has_secret`). The 'webhooks' quota counts enabled endpoints: creating an enabled one and
-// enabling a disabled one (PUT enabled: true, after an auto-disable too) are charged, disabling, auto-disabling
-// and deleting free the slot. Every change invalidates the dispatcher's cache of the organization's endpoints.
-import { randomUUID } from 'node:crypto';
+// Outgoing webhook routes (REST adapter): create, list, get, update, delete, test, delivery history; all need
+// `*`. The operations (the quota, the secret's states, the dispatcher told of every change) are
+// src/app/webhooks.ts; here: the OpenAPI doc and presentation (the secret is never shown: `has_secret`).
 import Type from 'typebox';
-import { notFound, validationError } from '../../../errors.js';
-import { createOutgoingWebhook } from '../../db/sql/createOutgoingWebhook.js';
-import { deleteOutgoingWebhook } from '../../db/sql/deleteOutgoingWebhook.js';
-import { listDeliveries, type DeliveryRow } from '../../db/sql/listDeliveries.js';
-import { getOutgoingWebhook, listOutgoingWebhooks, type OutgoingWebhookRow } from '../../db/sql/listOutgoingWebhooks.js';
-import { updateOutgoingWebhook } from '../../db/sql/updateOutgoingWebhook.js';
-import { WEBHOOK_EVENTS, type WebhookDispatcher } from '../../webhooks/dispatcher.js';
-import { policyOf, urlProblem } from '../../webhooks/ssrf.js';
+import type { App } from '../../../app/app.js';
+import { CreateWebhookBody, UpdateWebhookBody } from '../../../app/webhooks.js';
+import type { DeliveryRow } from '../../db/sql/listDeliveries.js';
+import type { OutgoingWebhookRow } from '../../db/sql/getOutgoingWebhook.js';
+import { WEBHOOK_EVENTS } from '../../webhooks/dispatcher.js';
 import { cursorCodec, MAX_LIMIT, pageResponse, parseLimit, readCursor } from '../cursor.js';
 import { isoOf } from '../../present.js';
 import { Deleted } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
-import { validator } from '../../validate.js';
-import type { Services } from './services.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const BASE = '/api/v1/outgoing-webhooks';
-
-const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'http(s); https and a public address in production' });
-const Events = Type.Array(Type.Union(WEBHOOK_EVENTS.map((e) => Type.Literal(e))), { minItems: 1, maxItems: WEBHOOK_EVENTS.length, uniqueItems: true });
-const Secret = Type.String({ minLength: 1, maxLength: 256 });
-
-const CreateBody = validator(
-  Type.Object({
-    name: Name,
-    url: Url,
-    events: Events,
-    secret: Type.Optional(Type.Union([Secret, Type.Null()])),
-    enabled: Type.Optional(Type.Boolean()),
-  }),
-);
-
-const UpdateBody = validator(
-  Type.Object({
-    name: Type.Optional(Name),
-    url: Type.Optional(Url),
-    events: Type.Optional(Events),
-    secret: Type.Optional(Type.Union([Secret, Type.Null()], { description: 'omitted: kept; null: cleared; a string: replaced' })),
-    enabled: Type.Optional(Type.Boolean()),
-  }),
-);
 
 /** Keyset over (created_at, id), newest first. */
 const WEBHOOKS_CURSOR = cursorCodec('outgoing-webhooks', ['time', 'uuid']);
@@ -115,98 +82,28 @@ function presentDelivery(d: DeliveryRow): Record<string, unknown> {
   };
 }
 
-export function outgoingWebhookRoutes(s: Services, dispatcher: WebhookDispatcher): Route[] {
-  const policy = policyOf(s.config);
-  const checkUrl = (url: string): string => {
-    const problem = urlProblem(url, policy);
-    if (problem !== null) throw validationError([{ field: 'url', message: problem }], `url ${problem}`);
-    return new URL(url).toString();
-  };
-  const webhookOf = async (req: Request): Promise<OutgoingWebhookRow> => {
-    const id = req.params.id!;
-    const row = UUID.test(id) ? await getOutgoingWebhook(s.store, req.principal.organizationId, id.toLowerCase()) : null;
-    if (!row) throw notFound('Outgoing webhook');
-    return row;
-  };
+export function outgoingWebhookRoutes(app: App): Route[] {
+  const { webhooks } = app;
+  const org = (req: Request) => req.principal.organizationId;
+  const view = (status: number) => (w: OutgoingWebhookRow): Response => ({ status, body: presentWebhook(w) });
 
-  const create = async (req: Request): Promise<Response> => {
-    const body = CreateBody(req.body);
-    const url = checkUrl(body.url);
-    const org = req.principal.organizationId;
-    const enabled = body.enabled ?? true;
-    if (enabled) await s.quotas.reserve(org, 'webhooks');
-    const row = await createOutgoingWebhook(s.store, {
-      id: randomUUID(),
-      organizationId: org,
-      name: body.name,
-      url,
-      events: body.events,
-      secret: body.secret ?? null,
-      enabled,
-      at: new Date(s.clock.now()),
-    }).catch((err) => {
-      if (enabled) s.quotas.release(org, 'webhooks');
-      throw err;
-    });
-    dispatcher.invalidate(org);
-    return { status: 201, body: presentWebhook(row) };
-  };
+  const create = async (req: Request) => view(201)(await webhooks.create(org(req), CreateWebhookBody(req.body)));
 
   const list = async (req: Request): Promise<Response> => {
     const limit = parseLimit(req.query);
     const after = readCursor(req.query, WEBHOOKS_CURSOR);
-    const rows = await listOutgoingWebhooks(s.store, req.principal.organizationId, after, limit);
+    const rows = await webhooks.list(org(req), after, limit);
     return pageResponse(req, rows, limit, WEBHOOKS_CURSOR, (r) => [r.cursor_at, r.id], presentWebhook);
   };
 
-  const get = async (req: Request): Promise<Response> => ({ status: 200, body: presentWebhook(await webhookOf(req)) });
-
-  const update = async (req: Request): Promise<Response> => {
-    const body = UpdateBody(req.body);
-    const url = body.url === undefined ? null : checkUrl(body.url);
-    const current = await webhookOf(req);
-    const org = req.principal.organizationId;
-    // Enabling is charged before anything changes: at the cap the answer is 429 and the endpoint stays as it was.
-    const charged = body.enabled === true && !current.enabled;
-    if (charged) await s.quotas.reserve(org, 'webhooks');
-    let done;
-    try {
-      done = await updateOutgoingWebhook(s.store, org, current.id, {
-        name: body.name ?? null,
-        url,
-        events: body.events ?? null,
-        secret: body.secret,
-        enabled: body.enabled ?? null,
-        at: new Date(s.clock.now()),
-      });
-    } catch (err) {
-      if (charged) s.quotas.release(org, 'webhooks');
-      throw err;
-    }
-    // Under the row lock the endpoint may turn out enabled already (a concurrent PUT) or gone: the charge goes back.
-    if (charged && (done === null || done.wasEnabled)) s.quotas.release(org, 'webhooks');
-    if (done === null) throw notFound('Outgoing webhook');
-    if (body.enabled === false && done.wasEnabled) s.quotas.release(org, 'webhooks');
-    dispatcher.invalidate(org);
-    return { status: 200, body: presentWebhook(done.webhook) };
-  };
-
-  const remove = async (req: Request): Promise<Response> => {
-    const id = req.params.id!;
-    const org = req.principal.organizationId;
-    const done = UUID.test(id) ? await deleteOutgoingWebhook(s.store, org, id.toLowerCase()) : null;
-    if (!done) throw notFound('Outgoing webhook');
-    if (done.wasEnabled) s.quotas.release(org, 'webhooks');
-    dispatcher.invalidate(org);
-    return { status: 200, body: { id: id.toLowerCase(), deleted: true } };
-  };
-
-  const test = async (req: Request): Promise<Response> => ({ status: 200, body: await dispatcher.test(await webhookOf(req)) });
+  const get = async (req: Request) => view(200)(await webhooks.get(org(req), req.params.id!));
+  const update = async (req: Request) => view(200)(await webhooks.update(org(req), req.params.id!, UpdateWebhookBody(req.body)));
+  const remove = async (req: Request): Promise<Response> => ({ status: 200, body: await webhooks.delete(org(req), req.params.id!) });
+  const test = async (req: Request): Promise<Response> => ({ status: 200, body: await webhooks.test(org(req), req.params.id!) });
 
   const deliveries = async (req: Request): Promise<Response> => {
     const limit = req.query.has('limit') ? parseLimit(req.query) : MAX_LIMIT;
-    const w = await webhookOf(req);
-    const rows = await listDeliveries(s.store, req.principal.organizationId, w.id, limit);
+    const rows = await webhooks.deliveries(org(req), req.params.id!, limit);
     return { status: 200, body: rows.map(presentDelivery) };
   };
 
@@ -221,7 +118,7 @@ export function outgoingWebhookRoutes(s: Services, dispatcher: WebhookDispatcher
         operationId: 'createOutgoingWebhook',
         summary: 'Create an outgoing webhook endpoint (quota: webhooks, when enabled)',
         description: `events: any of ${WEBHOOK_EVENTS.join(', ')}. With a secret, deliveries carry X-Queue-Signature.`,
-        body: CreateBody.schema,
+        body: CreateWebhookBody.schema,
         responses: { 201: { description: 'The new endpoint', schema: OutgoingWebhook } },
         errors: ['QUOTA_EXCEEDED'],
       },
@@ -258,7 +155,7 @@ export function outgoingWebhookRoutes(s: Services, dispatcher: WebhookDispatcher
         summary: 'Update an outgoing webhook (fields omitted are kept)',
         description: 'secret: omitted keeps it, null clears it (deliveries are then unsigned), a string replaces it. ' +
           'enabled: true on a disabled endpoint is charged against the webhooks quota like a creation.',
-        body: UpdateBody.schema,
+        body: UpdateWebhookBody.schema,
         responses: one,
         errors: ['QUOTA_EXCEEDED'],
       },
