@@ -33,6 +33,7 @@ import { Router } from './io/http/router.js';
 import { HttpServer } from './io/http/server.js';
 import { openApiDocument } from './io/http/openapi.js';
 import { ActorPool, type LinkFactory } from './runtime/actor-pool.js';
+import { Cluster } from './runtime/cluster/cluster.js';
 import { bootstrap } from './runtime/bootstrap.js';
 import { loadJwtSecret } from './runtime/jwt-secret.js';
 import { JobPlaces } from './runtime/job-places.js';
@@ -154,6 +155,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   const setup = config.databaseUrl ? await openPostgres(config.databaseUrl, config) : await openEmbedded(config);
   const { store } = setup;
   let pool: ActorPool | null = null;
+  let cluster: Cluster | null = null;
   let http: HttpServer | null = null;
   let grpc: GrpcServer | null = null;
   let apiCalls: ApiCalls | null = null;
@@ -168,8 +170,10 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
-    pool = new ActorPool(config, clock, setup.makeLink);
+    const c = (cluster = new Cluster({ config, store, log }));
+    pool = new ActorPool(config, clock, setup.makeLink, c.nodeId);
     await pool.start();
+    await c.start(pool);
     const tokens = new Tokens(
       loadJwtSecret(config, (m) => log.info(m)),
       clock,
@@ -312,6 +316,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
           await calls.stop();
           await m.close();
           quotas.stop(); // unused admission credit goes back before the actor threads drain
+          await c.stop(); // hands the shards over once what they wrote is committed
           await p.stop();
           await channel.close();
           await setup.close();
@@ -329,6 +334,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     await workflows?.stop().catch(() => {});
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});
+    await cluster?.stop().catch(() => {});
     await pool?.stop().catch(() => {});
     await channel.close();
     await setup.close().catch(() => {});

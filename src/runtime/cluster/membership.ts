@@ -175,7 +175,7 @@ export class Membership {
       this.o.log.warn('this node was taken for dead and removed from the registry; registering again');
       await registerNode(store, nodeId, this.o.address);
     }
-    const renewed = await renewShards(store, nodeId, ttlMs);
+    const renewed = await renewShards(store, nodeId, ttlMs, [...this.leases].map(([shard, epoch]) => ({ shard, epoch })));
     const kept = new Map(renewed.map((l) => [l.shard, l.epoch]));
     const lost = [...this.leases.entries()].filter(([shard, epoch]) => kept.get(shard) !== epoch).map(([shard]) => shard);
     if (lost.length > 0) {
