@@ -63,6 +63,9 @@ import { GrpcServer } from './io/grpc/server.js';
 
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
+/** How long a stopping node waits for the requests it is handling (a claim may long-poll up to 30 s: it is cut). */
+const SHUTDOWN_GRACE_MS = 5_000;
+
 export interface NodeOptions {
   config: Config;
   clock?: Clock;
@@ -304,7 +307,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       bootstrapKey,
       stop: () =>
         (stopped ??= (async () => {
-          h.close(); // ends open streams and WebSockets too
+          await h.close(SHUTDOWN_GRACE_MS); // ends open streams and WebSockets at once, answers what is in flight
           await g.stop();
           await wh.stop(); // deliveries cut short stay pending: the next boot resumes them
           streams.stop();
@@ -323,7 +326,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         })()),
     };
   } catch (err) {
-    http?.close();
+    await http?.close();
     await grpc?.stop();
     hub?.stop();
     stats?.stop();

@@ -2,7 +2,8 @@
 // lease), and answers which it still has: a lease missing from the answer was taken by another node after it ran
 // out (this node was paused or cut off), and its actors here must go. Only leases the node knows are renewed, so
 // a row written for it by someone else cannot stay held by a node that does not serve it. The lease runs `ttlMs`
-// from the database's clock.
+// from the database's clock. Rows are locked in shard order, as every statement on shards locks them (see
+// commitBatch's fence): two statements locking several shard rows in different orders could deadlock.
 import type { Store } from '../store.js';
 import type { ShardLease } from './acquireShards.js';
 
@@ -10,8 +11,9 @@ export async function renewShards(store: Store, node: string, ttlMs: number, lea
   if (leases.length === 0) return [];
   return store.query<ShardLease>(
     `UPDATE shards s SET lease_until = now() + make_interval(secs => $2::double precision / 1000)
-     FROM unnest($3::int[], $4::bigint[]) AS l(shard, epoch)
-     WHERE s.shard = l.shard AND s.epoch = l.epoch AND s.owner = $1 AND s.lease_until > now()
+     FROM (SELECT sh.shard FROM shards sh JOIN unnest($3::int[], $4::bigint[]) AS l(shard, epoch) ON sh.shard = l.shard AND sh.epoch = l.epoch
+            WHERE sh.owner = $1 AND sh.lease_until > now() ORDER BY sh.shard FOR UPDATE OF sh) AS k
+     WHERE s.shard = k.shard
      RETURNING s.shard, s.epoch::text AS epoch`,
     [node, ttlMs, `{${leases.map((l) => l.shard).join(',')}}`, `{${leases.map((l) => l.epoch).join(',')}}`],
   );
