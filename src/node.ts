@@ -34,6 +34,7 @@ import { HttpServer } from './io/http/server.js';
 import { openApiDocument } from './io/http/openapi.js';
 import { OpenApiDocument } from './io/http/schemas.js';
 import { ActorPool, type LinkFactory } from './runtime/actor-pool.js';
+import { Cluster } from './runtime/cluster/cluster.js';
 import { bootstrap } from './runtime/bootstrap.js';
 import { loadJwtSecret } from './runtime/jwt-secret.js';
 import { JobPlaces } from './runtime/job-places.js';
@@ -61,6 +62,9 @@ import { uiRoutes } from './io/http/routes/ui.js';
 import { GrpcServer } from './io/grpc/server.js';
 
 const VERSION = (JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/** How long a stopping node waits for the requests it is handling (a claim may long-poll up to 30 s: it is cut). */
+const SHUTDOWN_GRACE_MS = 5_000;
 
 export interface NodeOptions {
   config: Config;
@@ -154,6 +158,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   const setup = config.databaseUrl ? await openPostgres(config.databaseUrl, config) : await openEmbedded(config);
   const { store } = setup;
   let pool: ActorPool | null = null;
+  let cluster: Cluster | null = null;
   let http: HttpServer | null = null;
   let grpc: GrpcServer | null = null;
   let apiCalls: ApiCalls | null = null;
@@ -168,8 +173,10 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
-    pool = new ActorPool(config, clock, setup.makeLink);
+    const c = (cluster = new Cluster({ config, store, log }));
+    pool = new ActorPool(config, clock, setup.makeLink, c.nodeId);
     await pool.start();
+    await c.start(pool);
     const tokens = new Tokens(
       loadJwtSecret(config, (m) => log.info(m)),
       clock,
@@ -304,7 +311,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       bootstrapKey,
       stop: () =>
         (stopped ??= (async () => {
-          h.close(); // ends open streams and WebSockets too
+          await h.close(SHUTDOWN_GRACE_MS); // ends open streams and WebSockets at once, answers what is in flight
           await g.stop();
           await wh.stop(); // deliveries cut short stay pending: the next boot resumes them
           streams.stop();
@@ -316,13 +323,14 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
           await calls.stop();
           await m.close();
           quotas.stop(); // unused admission credit goes back before the actor threads drain
+          await c.stop(); // hands the shards over once what they wrote is committed
           await p.stop();
           await channel.close();
           await setup.close();
         })()),
     };
   } catch (err) {
-    http?.close();
+    await http?.close();
     await grpc?.stop();
     hub?.stop();
     stats?.stop();
@@ -333,6 +341,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     await workflows?.stop().catch(() => {});
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});
+    await cluster?.stop().catch(() => {});
     await pool?.stop().catch(() => {});
     await channel.close();
     await setup.close().catch(() => {});

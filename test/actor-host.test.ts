@@ -70,7 +70,7 @@ describe('ActorHost without a thread', () => {
       [ORG],
     );
     const config = loadConfig({ DATA_DIR: location.env.DATA_DIR!, ACTOR_THREADS: '1', LOG_LEVEL: 'warn' });
-    host = new ActorHost({ index: 0, threads: 1, config, store, clock, post });
+    host = new ActorHost({ index: 0, threads: 1, nodeId: null, config, store, clock, post });
     await host.boot();
   });
   after(async () => {

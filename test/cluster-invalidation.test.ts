@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { startNode, type SluiceNode } from '../src/node.js';
-import { Api, freshStore, sleep, startTestNode, STORE, type StoreLocation, type TestNode } from './helpers.js';
+import { Api, CLUSTER_ENV, freshStore, sleep, startTestNode, STORE, type StoreLocation, type TestNode } from './helpers.js';
 import { insertKey } from './http-assert.js';
 
 const skip = STORE !== 'pg' ? 'cluster invalidation needs PostgreSQL' : false;
@@ -22,7 +22,7 @@ let onB: Api;
 before(async () => {
   if (skip) return;
   store = await freshStore();
-  a = await startTestNode({ store, env: { ADMIN_API_KEY: ADMIN } });
+  a = await startTestNode({ store, env: { ADMIN_API_KEY: ADMIN, ...CLUSTER_ENV } });
   b = await startNode({ config: loadConfig(a.env) });
   onA = a.api;
   onB = new Api(b.url, a.api.key);

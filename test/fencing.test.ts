@@ -134,7 +134,7 @@ describe('shard leases', () => {
     assert.equal(await free(), 0);
     assert.equal((await acquireShards(store, Y, 60_000, 'shards', 100)).filter((l) => l.shard >= 200000).length, 0, 'held shards are not taken');
 
-    const renewed = (await renewShards(store, X, 60_000)).filter((l) => l.shard >= 200000);
+    const renewed = (await renewShards(store, X, 60_000, taken)).filter((l) => l.shard >= 200000);
     assert.deepEqual(renewed.map((l) => l.epoch).sort(), taken.map((l) => l.epoch).sort());
 
     await releaseShards(store, X, taken.slice(0, 2));
@@ -147,7 +147,7 @@ describe('shard leases', () => {
     await store.query(`UPDATE shards SET lease_until = now() - interval '1 second' WHERE owner = $1`, [X]);
     const later = (await acquireShards(store, Y, 60_000, 'shards', 100)).filter((l) => l.shard >= 200000);
     assert.equal(later.length, 2);
-    assert.equal((await renewShards(store, X, 60_000)).filter((l) => l.shard >= 200000).length, 0);
+    assert.equal((await renewShards(store, X, 60_000, taken)).filter((l) => l.shard >= 200000).length, 0);
     const view = await readCluster(store, 60_000);
     assert.ok(view.nodes.some((nd) => nd.id === X && nd.address === 'x:1'));
     assert.ok(view.shards.filter((s) => s.shard >= 200000).every((s) => s.owner === Y));

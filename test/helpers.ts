@@ -85,6 +85,9 @@ async function pgliteTemplate(): Promise<string> {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** What nodes sharing one PostgreSQL database need: the cluster secret, a short lease, an ephemeral peer port. */
+export const CLUSTER_ENV = { CLUSTER_SECRET: 'a-cluster-secret-of-at-least-32-chars', CLUSTER_LEASE_MS: '2000', CLUSTER_PORT: '0' };
+
 export interface ApiResponse<T = any> {
   status: number;
   body: T;

@@ -6,6 +6,12 @@
 // queue with live jobs. When a commit fails, the actors it touched are dropped: the next message rebuilds them
 // from what the store really holds.
 //
+// Shards: a host serves the shards of its node that map to its thread (`threadOf`), under the epochs the node
+// holds them by. A message for any other shard is answered SHARD_MOVED (its sender sends it to the owner), and
+// every group commit carries the epochs of the shards it writes: a commit of a shard another node took over writes
+// nothing (`Fence`), answers SHARD_MOVED, and drops the actors it touched. A host built without a node id serves
+// every shard unfenced (tests that drive a host alone).
+//
 // Everything an actor does runs "as" that actor (`run`): its journal records are tagged with its key and the
 // current request's token, and its timer is re-armed after. That includes the work a reply does once its commit
 // lands (a keyed insert that won its key becomes claimable, a revived job is placed): it runs as the actor too.
@@ -18,18 +24,20 @@ import { QueueActor, type Waiter } from '../actors/queue/queue-actor.js';
 import { OrgActor } from '../actors/org/org-actor.js';
 import type { DomainEvent, Effects, JournalRecord, Reply } from '../actors/records.js';
 import type { Store } from '../io/db/store.js';
-import { commitBatch } from '../io/db/sql/commitBatch.js';
+import { commitBatch, FencedError, type Fence } from '../io/db/sql/commitBatch.js';
 import { liveQueues } from '../io/db/sql/liveQueues.js';
 import { loadOrganization } from '../io/db/sql/loadOrganization.js';
 import { loadQueue } from '../io/db/sql/loadQueue.js';
 import { isDataFault } from '../io/db/faults.js';
 import { Journal, type Token } from './journal.js';
 import { ORG_ACTOR, type Ask, type CommitStats, type OrgAsk, type OrgOp, type OrgOps, type QueueAsk, type QueueOp, type QueueOps, type ThreadIn, type ThreadOut } from './protocol.js';
-import { actorKey, shardOf } from './shard.js';
+import { actorKey, shardOf, threadOf } from './shard.js';
 
 export interface HostOptions {
   index: number;
   threads: number;
+  /** This node's id in the cluster, whose shard epochs fence the commits; null: every shard, no fence. */
+  nodeId: string | null;
   config: Config;
   store: Store;
   clock: Clock;
@@ -60,6 +68,10 @@ interface Wake {
 }
 
 const EMPTY_CLAIM: Reply<QueueOps['claim']['reply']> = () => ({ jobs: [] });
+const moved = (): AppError => new AppError('SHARD_MOVED', 'This queue is served by another node now');
+const MOVED_CLAIM: Reply<QueueOps['claim']['reply']> = () => {
+  throw moved();
+};
 
 export class ActorHost {
   private readonly actors = new Map<string, Slot>();
@@ -84,9 +96,12 @@ export class ActorHost {
   private readonly armed = new WeakMap<QueueActor, number>();
   private timer: NodeJS.Timeout | null = null;
   private timerAt = Infinity;
+  /** The shards served here, by epoch; null: every shard, unfenced (no node id). */
+  private owned: Map<number, string> | null;
 
   constructor(private readonly o: HostOptions) {
     const { clock, config } = o;
+    this.owned = o.nodeId === null ? null : new Map();
     this.settings = {
       retryUnitMs: config.retryUnitMs,
       defaultMaxRetries: config.defaultMaxRetries,
@@ -103,7 +118,12 @@ export class ActorHost {
       newJobId: () => ids.next(clock.now()),
     };
     this.journal = new Journal({
-      commit: (records) => commitBatch(o.store, records),
+      commit: (records, actors) => commitBatch(o.store, records, this.fence(actors)),
+      failure: (err) => {
+        if (!(err instanceof FencedError)) return new AppError('UNAVAILABLE', 'The store did not accept the write; nothing was changed');
+        this.send({ id: -3, ok: true, fenced: err.shards });
+        return new AppError('SHARD_MOVED', 'Another node took this queue over; nothing was written');
+      },
       isDataFault,
       onLost: (lost, cause) => this.lose(lost, cause),
       publish: (events) => this.send({ id: -1, ok: true, events }),
@@ -124,12 +144,71 @@ export class ActorHost {
     this.statsTimer.unref();
   }
 
-  /** Loads every queue of this host's shards that has live jobs, so their timers run without a first message. */
+  /** A host serving every shard loads its queues with live jobs now; one of a cluster, when its shards come. */
   async boot(): Promise<void> {
-    const queues = await liveQueues(this.o.store);
-    for (const q of queues) {
+    if (this.owned === null) await this.loadLive(() => true);
+  }
+
+  /**
+   * Loads every queue of the given shards that has live jobs, so that their timers (lease expiries, delayed
+   * jobs) run without waiting for a message: at boot, and when this node takes a shard over.
+   */
+  private async loadLive(wanted: (shard: number) => boolean): Promise<void> {
+    for (const q of await liveQueues(this.o.store)) {
       const key = actorKey(q.organization_id, q.queue_name);
-      if (shardOf(key, this.o.threads) === this.o.index && !this.actors.has(key)) this.load(key, q.organization_id, q.queue_name, null);
+      const shard = this.shardOfKey(key);
+      if (threadOf(shard, this.o.threads) === this.o.index && wanted(shard) && this.serves(shard) && !this.actors.has(key)) {
+        this.load(key, q.organization_id, q.queue_name, null);
+      }
+    }
+  }
+
+  private shardOfKey(key: string): number {
+    return shardOf(key, this.o.config.shardCount);
+  }
+
+  private serves(shard: number): boolean {
+    return this.owned === null || this.owned.has(shard);
+  }
+
+  /** The fence of a commit: the epochs of the shards its records belong to. */
+  private fence(actors: string[]): Fence | null {
+    if (this.owned === null || this.o.nodeId === null) return null;
+    const shards = [...new Set(actors.map((k) => this.shardOfKey(k)))];
+    // A shard no longer served here fences under epoch -1, which no shard row has: the commit writes nothing.
+    return { node: this.o.nodeId, shards, epochs: shards.map((s) => this.owned!.get(s) ?? '-1') };
+  }
+
+  /** The shards of this node now: drop what was lost (or taken again under a new epoch), load what was gained. */
+  private setShards(epochs: Array<[number, string]>): void {
+    const next = new Map(epochs.filter(([s]) => threadOf(s, this.o.threads) === this.o.index));
+    const prev = this.owned ?? new Map<number, string>();
+    const gone = [...prev.entries()].filter(([s, e]) => next.get(s) !== e).map(([s]) => s);
+    const gained = new Set([...next.entries()].filter(([s, e]) => prev.get(s) !== e).map(([s]) => s));
+    this.owned = next;
+    if (gone.length > 0) this.dropShards(new Set(gone));
+    if (gained.size > 0) {
+      void this.loadLive((s) => gained.has(s)).catch((err) => console.error(`[actor-thread ${this.o.index}] could not load the queues of new shards:`, err));
+    }
+  }
+
+  /** Stops serving the shards, waits for what was written for them, then drops their actors. */
+  private async release(shards: number[]): Promise<void> {
+    for (const s of shards) this.owned?.delete(s);
+    await this.journal.idle();
+    this.dropShards(new Set(shards));
+  }
+
+  /**
+   * Drops the actors of shards this host no longer serves. Their parked claims are answered SHARD_MOVED: they
+   * claimed nothing, so the node that sent them asks the new owner.
+   */
+  private dropShards(shards: Set<number>): void {
+    for (const [key, slot] of [...this.actors]) {
+      if (!shards.has(this.shardOfKey(key))) continue;
+      this.actors.delete(key);
+      if ('actor' in slot && slot.actor instanceof QueueActor) for (const w of slot.actor.drainWaiters()) w.respond(MOVED_CLAIM);
+      if ('loading' in slot) for (const m of slot.loading) this.fail(m.id, moved());
     }
   }
 
@@ -143,6 +222,13 @@ export class ActorHost {
         case 'tick':
           this.fireDue();
           void this.journal.idle().then(() => this.ok(m.id, null));
+          break;
+        case 'shards':
+          this.setShards(m.epochs);
+          this.ok(m.id, null);
+          break;
+        case 'release':
+          void this.release(m.shards).then(() => this.ok(m.id, null));
           break;
         case 'stop':
           if (this.timer) clearTimeout(this.timer);
@@ -198,6 +284,7 @@ export class ActorHost {
           } catch (err) {
             this.fail(id, err);
           }
+          if (as?.actor.diverged) this.diverged(as.key);
         },
         fail: (err) => this.fail(id, err),
       },
@@ -209,6 +296,7 @@ export class ActorHost {
 
   private onAsk(m: Ask): void {
     const key = actorKey(m.org, m.t === 'org' ? ORG_ACTOR : m.queue);
+    if (!this.serves(this.shardOfKey(key))) return this.fail(m.id, moved());
     const slot = this.actors.get(key);
     // Tells adjust counters of loaded actors only: an actor built from rows already counts every committed change
     // (and one being built may or may not: dropping the tell then errs on the side of a higher count).
@@ -223,17 +311,21 @@ export class ActorHost {
 
   private load(key: string, organizationId: string, queueName: string, first: Ask | null): void {
     const pending: Ask[] = first ? [first] : [];
-    this.actors.set(key, { loading: pending });
+    const slot: Slot = { loading: pending };
+    this.actors.set(key, slot);
     (this.settling.get(key) ?? Promise.resolve())
       .then(() => this.build(organizationId, queueName))
       .then(
         (actor) => {
+          // Dropped while it loaded (its shard went to another node): its messages were answered then.
+          if (this.actors.get(key) !== slot) return;
           this.actors.set(key, { actor });
           // Leases that ran out while nobody owned the queue are given up now.
           if (actor instanceof QueueActor) this.run(key, actor, () => actor.tick(this.fx));
           for (const m of pending) this.dispatch(m, actor);
         },
         (err) => {
+          if (this.actors.get(key) !== slot) return;
           this.actors.delete(key);
           for (const m of pending) {
             this.fail(m.id, err instanceof AppError ? err : new AppError('UNAVAILABLE', `could not load ${key}: ${(err as Error).message}`));
@@ -254,10 +346,22 @@ export class ActorHost {
     return new QueueActor(organizationId, queueName, this.settings, queue, live);
   }
 
+  /** An actor whose write did not find the state it believed: rebuilt from rows at its next message. */
+  private diverged(key: string): void {
+    const slot = this.actors.get(key);
+    if (!slot || !('actor' in slot)) return;
+    console.error(`[actor-thread ${this.o.index}] ${key} found a row in another state than it believed; rebuilding it from the store`);
+    this.drop(new Set([key]));
+  }
+
   /** The actors a failed commit touched no longer match the store: drop them, to be rebuilt from rows. */
   private lose(lost: Set<string>, cause: unknown): void {
     console.error(`[actor-thread ${this.o.index}] commit failed, rebuilding ${lost.size} actor(s):`, (cause as Error)?.message ?? cause);
-    for (const key of lost) {
+    this.drop(lost);
+  }
+
+  private drop(keys: Set<string>): void {
+    for (const key of keys) {
       const slot = this.actors.get(key);
       this.actors.delete(key);
       if (slot && 'actor' in slot && slot.actor instanceof QueueActor) {

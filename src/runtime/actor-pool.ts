@@ -1,6 +1,7 @@
-// The main thread's side of the actor threads: routes each ask to the thread that owns its shard, batches
-// posts per turn, resolves replies, and restarts a thread that dies (its actors rebuild from the store;
-// asks in flight to it fail with 503 rather than hang).
+// The main thread's side of the actor threads: routes each ask by its shard, to the thread that hosts the shard
+// on this node or (through the router, src/runtime/cluster/forwarding.ts) to the node that owns it; batches posts
+// per turn, resolves replies, and restarts a thread that dies (its actors rebuild from the store; asks in flight
+// to it fail with 503 rather than hang, and it is told this node's shards again).
 import type { TransferListItem, Worker } from 'node:worker_threads';
 import type { DomainEvent } from '../actors/records.js';
 import type { Clock } from '../clock.js';
@@ -9,8 +10,8 @@ import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { StoreLink } from '../io/db/store.js';
 import type { ThreadInit } from './actor-thread.js';
-import { ORG_ACTOR, type CommitStats, type OrgOp, type OrgOps, type QueueOp, type QueueOps, type ThreadIn, type ThreadOut } from './protocol.js';
-import { actorKey, shardOf } from './shard.js';
+import { ORG_ACTOR, type CommitStats, type OrgOp, type OrgOps, type QueueOp, type QueueOps, type Routed, type ThreadIn, type ThreadOut } from './protocol.js';
+import { actorKey, shardOf, threadOf } from './shard.js';
 import { spawnWorker } from './spawn.js';
 
 interface Pending {
@@ -29,18 +30,28 @@ interface Thread {
 /** Makes a StoreLink for a new thread (a fresh pg pool, or a new port to the PGlite storage thread). */
 export type LinkFactory = () => { link: StoreLink; transfer: TransferListItem[] };
 
+/** Sends a message to the owner of its shard (this node or another) and resolves to the owner's reply. */
+export type Router = (shard: number, message: Routed) => Promise<unknown>;
+
 export class ActorPool {
   private threads: Thread[] = [];
   private nextId = 1;
   private stopping = false;
   private readonly listeners: Array<(events: DomainEvent[]) => void> = [];
   private readonly statsListeners: Array<(stats: CommitStats) => void> = [];
+  private readonly fencedListeners: Array<(shards: number[]) => void> = [];
   private unhook: () => void = () => {};
+  /** null: every shard is this node's (no cluster wiring yet, or tests). */
+  private router: Router | null = null;
+  /** The shards this node owns, told again to a thread that restarts. */
+  private shards: Array<[number, string]> | null = null;
 
   constructor(
     private readonly config: Config,
     private readonly clock: Clock,
     private readonly makeLink: LinkFactory,
+    /** This node's cluster id: its threads fence their commits with its shard epochs. null: unfenced. */
+    private readonly nodeId: string | null = null,
   ) {
     if (clock instanceof ManualClock) this.unhook = clock.onAdvance(() => this.tick());
   }
@@ -52,19 +63,52 @@ export class ActorPool {
 
   /** A queue actor's operation; the reply once what it wrote is committed. */
   ask<K extends QueueOp>(org: string, queue: string, op: K, args: QueueOps[K]['args']): Promise<QueueOps[K]['reply']> {
-    const t = this.threadOf(org, queue);
-    return this.post<QueueOps[K]['reply']>(t, (id) => ({ t: 'queue', id, org, queue, op, args }));
+    return this.route<QueueOps[K]['reply']>(this.shardOf(org, queue), { t: 'queue', org, queue, op, args });
   }
 
   /** An operation of the organization's quota actor. */
   askOrg<K extends OrgOp>(org: string, op: K, args: OrgOps[K]['args']): Promise<OrgOps[K]['reply']> {
-    const t = this.threadOf(org, ORG_ACTOR);
-    return this.post<OrgOps[K]['reply']>(t, (id) => ({ t: 'org', id, org, op, args }));
+    return this.route<OrgOps[K]['reply']>(this.shardOf(org, ORG_ACTOR), { t: 'org', org, op, args });
   }
 
   /** A quota-actor message nobody waits on (counters fed by events). */
   tellOrg<K extends OrgOp>(org: string, op: K, args: OrgOps[K]['args']): void {
-    this.enqueue(this.threadOf(org, ORG_ACTOR), { t: 'org', id: 0, org, op, args });
+    this.route(this.shardOf(org, ORG_ACTOR), { t: 'org', org, op, args, tell: true }).catch(() => {});
+  }
+
+  /** From now on a message goes to its shard's owner through `router` (which calls `local` for this node's). */
+  routeWith(router: Router): void {
+    this.router = router;
+  }
+
+  /**
+   * Runs a message on this node's thread for its shard. A tell is answered at once (null) and dropped by the
+   * thread unless the actor is loaded; an ask resolves to the actor's reply.
+   */
+  local(shard: number, message: Routed): Promise<unknown> {
+    const t = this.threads[threadOf(shard, this.threads.length)]!;
+    if (message.tell) {
+      this.enqueue(t, { ...message, id: 0 });
+      return Promise.resolve(null);
+    }
+    return this.post(t, (id) => ({ ...message, id }));
+  }
+
+  /** The shards this node owns now, with their epochs: every thread serves those that map to it. */
+  async setShards(epochs: ReadonlyMap<number, string>): Promise<void> {
+    const list = [...epochs.entries()];
+    this.shards = list;
+    await Promise.all(this.threads.map((t) => this.post<null>(t, (id) => ({ t: 'shards', id, epochs: list }))));
+  }
+
+  /** Shards handed over: their threads stop serving them and answer once what was written for them is committed. */
+  async release(shards: number[]): Promise<void> {
+    await Promise.all(this.threads.map((t) => this.post<null>(t, (id) => ({ t: 'release', id, shards }))));
+  }
+
+  /** Subscribes to fenced commits: another node holds these shards now. */
+  onFenced(fn: (shards: number[]) => void): void {
+    this.fencedListeners.push(fn);
   }
 
   /** Subscribes to the threads' commit statistics (about once a second per busy thread). */
@@ -94,12 +138,17 @@ export class ActorPool {
     );
   }
 
-  private threadOf(org: string, queue: string): Thread {
-    return this.threads[shardOf(actorKey(org, queue), this.threads.length)]!;
+  private shardOf(org: string, queue: string): number {
+    return shardOf(actorKey(org, queue), this.config.shardCount);
+  }
+
+  /** The one place a reply's type is taken from the op map of the message that asked for it. */
+  private route<R>(shard: number, message: Routed): Promise<R> {
+    return (this.router ? this.router(shard, message) : this.local(shard, message)) as Promise<R>;
   }
 
   /** The reply arrives as plain data typed by the op map of the message that asked for it. */
-  private post<R>(t: Thread, make: (id: number) => ThreadIn): Promise<R> {
+  private post<R = unknown>(t: Thread, make: (id: number) => ThreadIn): Promise<R> {
     const id = this.nextId++;
     return new Promise<R>((resolve, reject) => {
       t.pending.set(id, { resolve: (v) => resolve(v as R), reject });
@@ -147,6 +196,7 @@ export class ActorPool {
     const workerData: ThreadInit = {
       index,
       threads: this.config.actorThreads,
+      nodeId: this.nodeId,
       config: this.config,
       store: link,
       clock: this.clock instanceof ManualClock ? this.clock.buffer : null,
@@ -171,9 +221,18 @@ export class ActorPool {
           for (const fn of this.statsListeners) fn(m.stats);
           continue;
         }
+        if ('fenced' in m) {
+          for (const fn of this.fencedListeners) fn(m.fenced);
+          continue;
+        }
         if (m.id === 0) {
-          if (m.ok) ready.resolve();
-          else ready.reject(AppError.fromWire(m.error));
+          if (!m.ok) return ready.reject(AppError.fromWire(m.error));
+          ready.resolve();
+          // A restarted thread serves this node's shards like the one it replaces.
+          if (this.shards !== null) {
+            const epochs = this.shards;
+            this.post(t, (id) => ({ t: 'shards', id, epochs })).catch(() => {});
+          }
           continue;
         }
         const p = t.pending.get(m.id);

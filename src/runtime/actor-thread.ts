@@ -14,6 +14,7 @@ import type { ThreadIn, ThreadOut } from './protocol.js';
 export interface ThreadInit {
   index: number;
   threads: number;
+  nodeId: string | null;
   config: Config;
   store: StoreLink;
   clock: SharedArrayBuffer | null;
@@ -46,6 +47,7 @@ function post(batch: ThreadOut[]): void {
 const host = new ActorHost({
   index: init.index,
   threads: init.threads,
+  nodeId: init.nodeId,
   config: init.config,
   store: init.store.kind === 'pg' ? new PgStore(init.store.url, init.config.pgPoolSize) : new RemoteStore(init.store.port),
   clock: init.clock ? new ManualClock(init.clock) : systemClock,

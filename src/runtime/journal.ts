@@ -13,9 +13,9 @@
 // requests fail (422), their events are dropped, and the actors they touched are rebuilt from the store; every
 // other request in the group, whatever its tenant, is answered as if nothing happened.
 //
-// Any other failure (the connection, the server) fails the group and the group queued behind it (which may
-// build on it) with 503; the actors they touched are handed to `onLost` to be dropped and rebuilt from the
-// store, which is the roll-back.
+// Any other failure (the connection, the server, a fence: another node took a shard over) fails the group and
+// the group queued behind it (which may build on it) with 503, or SHARD_MOVED for a fence (`failure`); the
+// actors they touched are handed to `onLost` to be dropped and rebuilt from the store, which is the roll-back.
 import { AppError } from '../errors.js';
 import type { CommitOutput, DomainEvent, JournalRecord } from '../actors/records.js';
 
@@ -38,7 +38,10 @@ interface Group {
 }
 
 export interface JournalOptions {
-  commit: (records: JournalRecord[]) => Promise<CommitOutput>;
+  /** Commits the records; `actors[i]` is the actor whose state `records[i]` describes (its shard fences it). */
+  commit: (records: JournalRecord[], actors: string[]) => Promise<CommitOutput>;
+  /** The answer of a group the store did not take for a reason other than its data (default: 503, retry). */
+  failure?: (err: unknown) => AppError;
   /** True when the store refused the statement because of the data in it, not because of itself. */
   isDataFault: (err: unknown) => boolean;
   /** Actors whose memory no longer matches the store: drop them, rebuild from rows. */
@@ -134,7 +137,7 @@ export class Journal {
         const next = this.current;
         this.current = newGroup();
         const lost = new Set([...g.keys, ...next.keys]);
-        const error = new AppError('UNAVAILABLE', 'The store did not accept the write; nothing was changed');
+        const error = this.o.failure?.(err) ?? new AppError('UNAVAILABLE', 'The store did not accept the write; nothing was changed');
         this.o.onLost(lost, err);
         for (const r of [...g.replies, ...next.replies]) r.w.fail(error);
         this.flush();
@@ -145,20 +148,21 @@ export class Journal {
   /** Commits a group whole, or, when one request's data sinks it, without the requests at fault. */
   private async commitGroup(g: Group): Promise<{ out: CommitOutput; culprits: Set<Token> }> {
     try {
-      return { out: await this.timed(g.records), culprits: new Set() };
+      return { out: await this.timed(g.records, g.keys), culprits: new Set() };
     } catch (err) {
       if (!this.o.isDataFault(err)) throw err;
     }
     const order: Token[] = [];
-    const byToken = new Map<Token, JournalRecord[]>();
+    const byToken = new Map<Token, { records: JournalRecord[]; keys: string[] }>();
     g.records.forEach((rec, i) => {
       const t = g.owners[i]!;
-      let list = byToken.get(t);
-      if (!list) {
-        byToken.set(t, (list = []));
+      let part = byToken.get(t);
+      if (!part) {
+        byToken.set(t, (part = { records: [], keys: [] }));
         order.push(t);
       }
-      list.push(rec);
+      part.records.push(rec);
+      part.keys.push(g.keys[i]!);
     });
     const out: CommitOutput = { rows: new Map(), inserted: new Set() };
     const culprits = new Set<Token>();
@@ -166,7 +170,11 @@ export class Journal {
       if (tokens.length === 0) return;
       if (!knownBad) {
         try {
-          const o = await this.timed(tokens.flatMap((t) => byToken.get(t)!));
+          const parts = tokens.map((t) => byToken.get(t)!);
+          const o = await this.timed(
+            parts.flatMap((p) => p.records),
+            parts.flatMap((p) => p.keys),
+          );
           for (const [id, row] of o.rows) out.rows.set(id, row);
           for (const id of o.inserted) out.inserted.add(id);
           return;
@@ -186,10 +194,10 @@ export class Journal {
     return { out, culprits };
   }
 
-  private async timed(records: JournalRecord[]): Promise<CommitOutput> {
+  private async timed(records: JournalRecord[], actors: string[]): Promise<CommitOutput> {
     const started = performance.now();
     try {
-      const out = await this.o.commit(records);
+      const out = await this.o.commit(records, actors);
       this.o.observe?.(records.length, performance.now() - started, true);
       return out;
     } catch (err) {

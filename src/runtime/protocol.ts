@@ -100,7 +100,23 @@ export interface OrgAsk<K extends OrgOp = OrgOp> {
 
 export type Ask = QueueAsk | OrgAsk;
 
-export type ThreadIn = Ask | { t: 'tick'; id: number } | { t: 'stop'; id: number };
+/**
+ * A message for an actor on its way to the node that owns its shard, which numbers it for its thread. `tell`: a
+ * counter change nobody waits for, dropped unless the actor is loaded (an actor built from rows counts it already).
+ */
+export type Routed = (Omit<QueueAsk, 'id'> | Omit<OrgAsk, 'id'>) & { tell?: true };
+
+export type ThreadIn =
+  | Ask
+  | { t: 'tick'; id: number }
+  | { t: 'stop'; id: number }
+  /**
+   * The shards this node owns now, with their epochs (bigint as text): a thread serves the ones that map to it,
+   * loads the live queues of those it gained, and drops the actors of those it lost.
+   */
+  | { t: 'shards'; id: number; epochs: Array<[shard: number, epoch: string]> }
+  /** Shards being handed over: stop serving them, answer once what was written for them is committed. */
+  | { t: 'release'; id: number; shards: number[] };
 
 /** Group commits of one thread since its last report: one entry per commit (records, milliseconds). */
 export interface CommitStats {
@@ -109,9 +125,14 @@ export interface CommitStats {
   failed: number;
 }
 
-/** id 0 is the thread's boot report; `events` carries what committed groups published; `stats` feeds /metrics. */
+/**
+ * id 0 is the thread's boot report; `events` carries what committed groups published; `stats` feeds /metrics;
+ * `fenced` reports a deposed owner's commit.
+ */
 export type ThreadOut =
   | { id: number; ok: true; value: unknown }
   | { id: number; ok: false; error: WireError }
   | { id: -1; ok: true; events: DomainEvent[] }
-  | { id: -2; ok: true; stats: CommitStats };
+  | { id: -2; ok: true; stats: CommitStats }
+  /** A commit was fenced: another node holds one of these shards now (the main thread checks its leases at once). */
+  | { id: -3; ok: true; fenced: number[] };

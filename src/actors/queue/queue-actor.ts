@@ -34,7 +34,7 @@
 import { AppError } from '../../errors.js';
 import { Heap } from '../heap.js';
 import { leaseId as newLeaseId } from '../ids.js';
-import type { Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, QueueState, Reply } from '../records.js';
+import type { CommitOutput, Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, QueueState, Reply } from '../records.js';
 
 export interface QueueSettings {
   /** Backoff unit: min(2^retry_count, 60) units before the next attempt. */
@@ -189,6 +189,12 @@ export class QueueActor {
   private readonly leases = new Heap<Entry>(earliest);
   private waiters: Waiter[] = [];
   private queue: QueueState | null;
+  /**
+   * A write this actor made did not find the row in the state it believed (a claim of a row that was not pending):
+   * its memory no longer matches the store, and its host rebuilds it from rows. Fencing makes this unreachable;
+   * the check is the second line against two writers of one queue.
+   */
+  diverged = false;
 
   constructor(
     readonly organizationId: string,
@@ -301,7 +307,7 @@ export class QueueActor {
     this.tick(fx);
     const ids = this.take(input, fx);
     if (ids.length === 0) return null;
-    return (out) => ({ jobs: ids.map((id) => out.rows.get(id)!).filter(Boolean) });
+    return (out) => this.claimed(ids, out);
   }
 
   addWaiter(w: Waiter): void {
@@ -679,7 +685,8 @@ export class QueueActor {
       job.lease_ms = (input.lease_duration_secs ?? job.timeout_seconds) * 1000;
       job.lease_expires_at = now + job.lease_ms;
       this.place(job);
-      fx.write({ kind: 'update', id: job.id, state: this.state(job, now), returning: true });
+      // Only from pending: a claim never takes a row that is not what this actor believes it is.
+      fx.write({ kind: 'update', id: job.id, state: this.state(job, now), returning: true, onlyFrom: ['pending'] });
       this.publish(fx, 'job.started', job.id, 'processing', { worker_id: input.worker_id, attempt: job.retry_count + 1 });
       ids.push(job.id);
     }
@@ -693,8 +700,19 @@ export class QueueActor {
       const ids = this.take(w.input, fx);
       if (ids.length === 0) break;
       this.waiters.shift();
-      w.respond((out) => ({ jobs: ids.map((id) => out.rows.get(id)!).filter(Boolean) }));
+      w.respond((out) => this.claimed(ids, out));
     }
+  }
+
+  /** The rows of the jobs a claim took, as committed; a row the commit did not change is not handed out. */
+  private claimed(ids: string[], out: CommitOutput): ClaimReply {
+    const jobs: ClaimReply['jobs'] = [];
+    for (const id of ids) {
+      const row = out.rows.get(id);
+      if (row) jobs.push(row);
+      else this.diverged = true;
+    }
+    return { jobs };
   }
 
   /** The job under a live lease that the request proves it holds, or LEASE_EXPIRED. */

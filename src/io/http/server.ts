@@ -83,6 +83,9 @@ export class HttpServer {
   /** Open streamed responses and WebSockets: close() ends them. */
   private readonly streams = new Set<StreamSink>();
   private readonly sockets = new Set<WebSocket<SocketData>>();
+  /** Requests being handled, and what close() waits on to see them answered. */
+  private inflight = 0;
+  private draining: (() => void) | null = null;
   port = 0;
 
   constructor(
@@ -123,11 +126,14 @@ export class HttpServer {
       res.onAborted(() => {
         aborted = true;
       });
+      this.inflight++;
       const finish = (r: Response) => {
         this.log.debug(`${method} ${path} ${r.status}`, undefined, { request_id: id, ms: Math.round((performance.now() - started) * 10) / 10, ...(aborted ? { aborted: true } : {}) });
+        if (--this.inflight === 0) this.draining?.();
         if (r.stream) return this.stream(res, r, aborted, id);
         if (aborted) return r.undelivered?.();
-        res.cork(() => write(res, r, id, this.options.version));
+        // While draining, every answer closes its connection: the client's next request goes to another node.
+        res.cork(() => write(res, r, id, this.options.version, this.draining !== null));
       };
       const run = (body: Buffer | null) => {
         this.handle(method, path, query, authorization, adminKey, headers, body).then(finish, (err) => finish(this.errorResponse(err, id)));
@@ -146,12 +152,26 @@ export class HttpServer {
     });
   }
 
-  close(): void {
+  /**
+   * Stops taking connections and ends streams and WebSockets at once, then gives the requests in flight up to
+   * `graceMs` to be answered (each closing its connection) before every socket is closed: a rolling restart
+   * drops no request that was already being handled.
+   */
+  async close(graceMs = 0): Promise<void> {
     const uws = loadUws();
     if (this.socket) uws.us_listen_socket_close(this.socket);
     this.socket = null;
     for (const sink of [...this.streams]) sink.end();
     for (const ws of [...this.sockets]) ws.end(1001, 'server shutting down');
+    if (this.inflight > 0 && graceMs > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, graceMs);
+        this.draining = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
     (this.app as any)?.close?.();
     this.app = null;
   }

@@ -21,6 +21,7 @@ import { registerNode } from '../../io/db/sql/registerNode.js';
 import { releaseShards } from '../../io/db/sql/releaseShards.js';
 import { removeNode } from '../../io/db/sql/removeNode.js';
 import { renewShards } from '../../io/db/sql/renewShards.js';
+import { seizeShards } from '../../io/db/sql/seizeShards.js';
 import type { Log } from '../../log.js';
 
 export const LEADER_SHARD = -1;
@@ -34,7 +35,10 @@ export interface MembershipOptions {
   shardCount: number;
   /** A lease runs this long from its last renewal; a node that stops renewing loses its shards after it. */
   ttlMs: number;
-  /** Take every shard and never give one up (the embedded store: one node by construction). */
+  /**
+   * Take every shard at start, whoever held it, and never give one up: a node that runs alone (the embedded
+   * store; PostgreSQL without CLUSTER_SECRET). Its fairness share is every shard.
+   */
   solo: boolean;
 }
 
@@ -49,6 +53,8 @@ export interface MembershipHandlers {
   leader(isLeader: boolean): void;
   /** The map of owners changed (forwarding reads it through `ownerOf`). */
   changed?(): void;
+  /** This node gained or handed over shards: the other nodes should read the map now rather than at their next round. */
+  moved?(): void;
 }
 
 export interface NodeInfo {
@@ -62,7 +68,7 @@ export class Membership {
   private owners: Array<string | null> = [];
   private nodes = new Map<string, NodeInfo>();
   private timer: NodeJS.Timeout | null = null;
-  private round: Promise<void> | null = null;
+  private rounds: Promise<void> = Promise.resolve();
   private stopping = false;
   private isLeader = false;
 
@@ -84,8 +90,24 @@ export class Membership {
         `the cluster has ${count} shards but SHARD_COUNT is ${this.o.shardCount}: every node must be started with the same SHARD_COUNT`,
       );
     }
+    if (this.o.solo) {
+      const others = (await readCluster(this.o.store, this.o.ttlMs)).nodes.filter((n) => n.id !== this.o.nodeId);
+      if (others.length > 0) {
+        this.o.log.warn(
+          `${others.length} other node(s) used this database within the last ${this.o.ttlMs} ms; running alone (no CLUSTER_SECRET), ` +
+            'this node takes every shard over: set CLUSTER_SECRET on every node to run them together',
+        );
+      }
+      for (const l of await seizeShards(this.o.store, this.o.nodeId, this.o.ttlMs)) this.leases.set(l.shard, l.epoch);
+      this.h.owned(this.shardEpochs());
+    }
     await this.tick();
     this.schedule();
+  }
+
+  /** Runs a round now (after the one in progress): a commit was fenced, or a peer moved shards. */
+  poke(): void {
+    void this.nextRound();
   }
 
   /** The owner of a shard by the last map read, or null while nobody holds it (a lease ran out, a hand-over). */
@@ -119,7 +141,7 @@ export class Membership {
     this.stopping = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    await this.round?.catch(() => {});
+    await this.rounds;
     try {
       await heartbeatNode(this.o.store, this.o.nodeId, true);
       const shards = [...this.leases.keys()].filter((s) => s !== LEADER_SHARD);
@@ -134,15 +156,17 @@ export class Membership {
 
   private schedule(): void {
     if (this.stopping) return;
-    this.timer = setTimeout(() => {
-      this.round = this.tick()
-        .catch((err) => this.o.log.warn('cluster round failed; the next one retries', err))
-        .finally(() => {
-          this.round = null;
-          this.schedule();
-        });
-    }, Math.max(50, Math.floor(this.o.ttlMs / 4)));
+    this.timer = setTimeout(() => void this.nextRound().finally(() => this.schedule()), Math.max(50, Math.floor(this.o.ttlMs / 4)));
     this.timer.unref();
+  }
+
+  /** Rounds run one after the other, whoever asks for them (the timer, a poke). */
+  private nextRound(): Promise<void> {
+    const round = this.rounds
+      .then(() => (this.stopping ? undefined : this.tick()))
+      .catch((err) => this.o.log.warn('cluster round failed; the next one retries', err));
+    this.rounds = round;
+    return round;
   }
 
   private async tick(): Promise<void> {
@@ -151,7 +175,7 @@ export class Membership {
       this.o.log.warn('this node was taken for dead and removed from the registry; registering again');
       await registerNode(store, nodeId, this.o.address);
     }
-    const renewed = await renewShards(store, nodeId, ttlMs);
+    const renewed = await renewShards(store, nodeId, ttlMs, [...this.leases].map(([shard, epoch]) => ({ shard, epoch })));
     const kept = new Map(renewed.map((l) => [l.shard, l.epoch]));
     const lost = [...this.leases.entries()].filter(([shard, epoch]) => kept.get(shard) !== epoch).map(([shard]) => shard);
     if (lost.length > 0) {
@@ -199,6 +223,7 @@ export class Membership {
         for (const l of gained) this.leases.set(l.shard, l.epoch);
         this.h.owned(this.shardEpochs());
         await this.readMap();
+        this.h.moved?.();
       }
     }
   }
@@ -230,6 +255,7 @@ export class Membership {
       await this.h.release(data);
     }
     await releaseShards(this.o.store, this.o.nodeId, leases);
+    this.h.moved?.();
   }
 
   private shardEpochs(): Map<number, string> {

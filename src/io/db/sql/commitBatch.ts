@@ -14,7 +14,9 @@ import type { Store } from '../store.js';
  * row FOR SHARE and writes nothing unless every one is still this node's under that epoch: a node that took a
  * shard over (a new epoch) waits for this commit to end before its own update of the row goes through, and a
  * commit that starts after the takeover finds the new epoch and writes nothing. Either way the new owner loads
- * the shard's rows only after the old owner's last write.
+ * the shard's rows only after the old owner's last write. Shard rows are locked in shard order, here and in every
+ * statement that changes them (renew, release, seize, acquire): two commits of one node and a renewal locking
+ * the same rows in different orders deadlocked under load (PostgreSQL answered 40P01).
  */
 export interface Fence {
   node: string;
@@ -85,7 +87,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
     ctes.push(`fence AS (
       SELECT shard FROM shards
       WHERE owner = ${p1(fence.node, 'uuid')} AND (shard, epoch) IN (SELECT * FROM unnest(${p(fence.shards, 'int')}, ${p(fence.epochs, 'bigint')}))
-      FOR SHARE)`);
+      ORDER BY shard FOR SHARE)`);
     ctes.push(`fenced AS (SELECT count(*) = ${p1(fence.shards.length, 'int')} AS ok FROM fence)`);
     guard = ' AND (SELECT ok FROM fenced)';
     selects.push(`SELECT 'f' AS k, NULL::uuid AS id, NULL::jsonb AS row FROM fenced WHERE NOT ok`);

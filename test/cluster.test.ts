@@ -1,0 +1,108 @@
+// Several nodes on one PostgreSQL database, in this process: the shards are shared out, any node takes any
+// request and forwards it to the shard's owner, and two nodes racing for one queue hand each job out once.
+// The crash, deposed-owner and rolling-restart runs are in cluster-failover.test.ts (separate processes).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../src/config.js';
+import { startNode, type SluiceNode } from '../src/node.js';
+import { planLimit } from '../src/actors/org/plans.js';
+import { Api, CLUSTER_ENV, freshStore, sleep, startTestNode, STORE, type StoreLocation, type TestNode } from './helpers.js';
+import { insertKey } from './http-assert.js';
+
+const skip = STORE !== 'pg' ? 'many nodes need PostgreSQL' : false;
+
+/** Shards owned per node, read from the store. */
+async function owners(n: TestNode): Promise<Map<string, number>> {
+  const rows = await n.node.store.query<{ owner: string; n: number }>(
+    `SELECT owner::text AS owner, count(*)::int AS n FROM shards WHERE shard >= 0 AND lease_until > now() GROUP BY owner`,
+  );
+  return new Map(rows.map((r) => [r.owner, r.n]));
+}
+
+async function until(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) assert.fail(`${what} did not happen within ${ms} ms`);
+    await sleep(50);
+  }
+}
+
+describe('two nodes on one database', { skip }, () => {
+  let store: StoreLocation;
+  let a: TestNode;
+  let b: SluiceNode;
+  let onA: Api;
+  let onB: Api;
+
+  before(async () => {
+    store = await freshStore();
+    a = await startTestNode({ store, env: CLUSTER_ENV });
+    b = await startNode({ config: loadConfig(a.env) });
+    onA = a.api;
+    onB = new Api(b.url, a.api.key);
+    // B takes a fair share: A hands over what is over its share, B takes it on its next rounds.
+    await until('the shards are shared out', async () => {
+      const m = await owners(a);
+      return m.size === 2 && [...m.values()].every((n) => n === 128);
+    });
+  });
+  after(async () => {
+    await b?.stop();
+    await a?.stop();
+    await store?.dispose();
+  });
+
+  test('any node takes any request: jobs enqueued through one are claimed and completed through the other', async () => {
+    const queues = Array.from({ length: 20 }, (_, i) => `spread-${i}`);
+    const ids = new Set<string>();
+    for (let i = 0; i < 200; i++) ids.add((await onA.enqueue({ queue_name: queues[i % queues.length], payload: { i } })).id);
+    let done = 0;
+    for (const q of queues) {
+      const claimed = await onB.claim(q, { limit: 100 });
+      assert.equal(claimed.length, 10, q);
+      for (const j of claimed) {
+        assert.ok(ids.has(j.id));
+        const r = await onA.post(`/api/v1/jobs/${j.id}/complete`, { worker_id: 'w1', lease_id: j.lease_id, result: { ok: true } });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        done++;
+      }
+    }
+    assert.equal(done, 200);
+    const stats = await onB.get('/api/v1/jobs/stats');
+    assert.equal(stats.body.counts.completed, 200);
+  });
+
+  test('a quota holds across nodes: 40 queue creations racing through both, exactly the plan limit succeed', async () => {
+    const { key } = await insertKey(a, { plan: 'starter' });
+    const limit = planLimit('starter', 'queues')!;
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? onA : onB).as(key).post('/api/v1/queues', { name: `quota-${i}` })),
+    );
+    assert.equal(results.filter((r) => r.status === 201).length, limit);
+    assert.deepEqual([...new Set(results.filter((r) => r.status !== 201).map((r) => r.body.code))], ['QUOTA_EXCEEDED']);
+    for (const api of [onA, onB]) assert.equal((await api.as(key).get('/api/v1/organizations/usage')).body.usage.queues.current, limit);
+  });
+
+  test('two nodes racing for one queue, 16 claim loops each over 5,000 jobs: every job is claimed exactly once', { timeout: 120_000 }, async () => {
+    const total = 5_000;
+    for (let i = 0; i < total; i += 100) {
+      const r = await (i % 200 === 0 ? onA : onB).post('/api/v1/jobs/bulk', { queue_name: 'race', jobs: Array.from({ length: 100 }, (_, k) => ({ payload: { n: i + k } })) });
+      assert.equal(r.body.success_count, 100);
+    }
+    const seen = new Map<string, number>();
+    const loop = async (api: Api, worker: string) => {
+      for (;;) {
+        const r = await api.post('/api/v1/jobs/claim', { queue_name: 'race', worker_id: worker, limit: 10 });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        if (r.body.jobs.length === 0) return;
+        for (const j of r.body.jobs) seen.set(j.id, (seen.get(j.id) ?? 0) + 1);
+      }
+    };
+    await Promise.all([
+      ...Array.from({ length: 16 }, (_, i) => loop(onA, `a${i}`)),
+      ...Array.from({ length: 16 }, (_, i) => loop(onB, `b${i}`)),
+    ]);
+    assert.equal(seen.size, total);
+    assert.deepEqual([...seen.values()].filter((n) => n !== 1), []);
+  });
+});
