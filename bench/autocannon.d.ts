@@ -24,6 +24,8 @@ declare module 'autocannon' {
     amount?: number;
     timeout?: number;
     idReplacement?: boolean;
+    /** Per-request overrides; setupRequest may rewrite each request (a body per request). */
+    requests?: Array<{ setupRequest?: (req: { method?: string; path?: string; headers?: Record<string, string>; body?: string }) => object }>;
   }
   interface Result {
     requests: Histogram;
