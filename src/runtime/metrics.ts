@@ -99,7 +99,7 @@ export class Metrics {
       labelNames: ['event'],
       registers,
     });
-    for (const e of JOB_EVENTS) this.jobEvents.set(e, jobEvents.labels(e));
+    for (const e of JOB_EVENTS) this.jobEvents.set(e, counter(jobEvents, e));
     this.wait = new client.Histogram({
       name: 'sluice_job_wait_seconds',
       help: 'Time from a job falling due (enqueued, its scheduled time or retry backoff passed, a lease expiry, a workflow release) to its claim',
@@ -113,6 +113,7 @@ export class Metrics {
       buckets: RUN_BUCKETS,
       registers,
     });
+    for (const outcome of RUN_OUTCOMES) run.zero({ outcome });
     this.run = { completed: run.labels('completed'), failed: run.labels('failed'), lease_expired: run.labels('lease_expired'), cancelled: run.labels('cancelled') };
     const retries = new client.Counter({
       name: 'sluice_job_retries_total',
@@ -120,14 +121,14 @@ export class Metrics {
       labelNames: ['reason'],
       registers,
     });
-    this.retries = { failed: retries.labels('failed'), lease_expired: retries.labels('lease_expired') };
+    this.retries = { failed: counter(retries, 'failed'), lease_expired: counter(retries, 'lease_expired') };
     const deadLetters = new client.Counter({
       name: 'sluice_job_dead_letters_total',
       help: 'Jobs moved to the dead-letter queue, by reason (failed: retries exhausted or not retryable; lease_expired)',
       labelNames: ['reason'],
       registers,
     });
-    this.deadLetters = { failed: deadLetters.labels('failed'), lease_expired: deadLetters.labels('lease_expired') };
+    this.deadLetters = { failed: counter(deadLetters, 'failed'), lease_expired: counter(deadLetters, 'lease_expired') };
     this.leaseExpiries = new client.Counter({ name: 'sluice_job_lease_expiries_total', help: 'Leases that expired before their worker answered', registers });
     this.cancellations = new client.Counter({ name: 'sluice_job_cancellations_total', help: 'Jobs cancelled (pending, scheduled or processing)', registers });
     this.queueEvents = new client.Counter({ name: 'sluice_queue_events_total', help: 'Queue pauses and resumes', labelNames: ['event'], registers });
@@ -306,6 +307,13 @@ export class Metrics {
     }
     return this.gaugeRead.value;
   }
+}
+
+/** A child bound to one label value, exposed at 0 from the start (a series that appears late breaks rate()). */
+function counter(c: client.Counter<string>, value: string): client.Counter.Internal {
+  const child = c.labels(value);
+  child.inc(0);
+  return child;
 }
 
 const ageSeconds = (due: number | null, now: number): number => (due === null ? 0 : Math.max(0, now - due) / 1000);
