@@ -14,6 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import { credentials, Metadata, type Client, type ServiceError } from '@grpc/grpc-js';
 import { parse as parseYaml } from 'yaml';
 import { ManualClock } from '../src/clock.js';
+import { MAX_REPORTED_QUEUES } from '../src/runtime/metrics.js';
 import { loadQueueV1 } from '../src/io/grpc/proto.js';
 import { ROOT, sleep, startTestNode, type Api, type TestNode } from './helpers.js';
 import { assertError, insertKey, orgOf } from './http-assert.js';
@@ -276,7 +277,7 @@ describe('metrics under a scripted workload', () => {
       for (const s of secrets) assert.ok(!t.includes(s), `/metrics mentions ${s}`);
       // No label but the bounded ones.
       const labels = new Set([...t.matchAll(/[{,]([a-z_]+)="/g)].map((m) => m[1]));
-      for (const l of labels) assert.ok(['event', 'reason', 'outcome', 'state', 'transport', 'kind', 'method', 'route', 'status_class', 'code', 'le', 'quantile', 'space', 'version', 'major', 'minor', 'patch', 'type', 'kind'].includes(l!), `label ${l}`);
+      for (const l of labels) assert.ok(['event', 'reason', 'outcome', 'state', 'transport', 'kind', 'method', 'route', 'status_class', 'code', 'le', 'quantile', 'space', 'version', 'major', 'minor', 'patch', 'type'].includes(l!), `label ${l}`);
     }
   });
 
@@ -308,6 +309,21 @@ describe('metrics under a scripted workload', () => {
     }
     // The busiest queues first: B's QB (3 unfinished) before QC (1).
     assert.ok(tb.indexOf(`queue="${QB}"`) < tb.indexOf(`queue="${QC}"`));
+
+    // A cap on the queues reported: an organization with 120 queues, one of them busy, gets that one and 99 others.
+    const many = await insertKey(n, { plan: 'pro' });
+    await n.node.store.query(
+      `INSERT INTO queues (organization_id, name, created_at, updated_at)
+       SELECT $1, 'q-' || lpad(i::text, 3, '0'), now(), now() FROM generate_series(1, 120) AS i`,
+      [many.organizationId],
+    );
+    await n.api.as(many.key).enqueue({ queue_name: 'q-120' });
+    const tm = await own(n.api.as(many.key));
+    assert.equal(sample(tm, 'sluice_queues'), 120);
+    assert.equal(tm.split('\n').filter((l) => l.startsWith('sluice_queue_paused{')).length, MAX_REPORTED_QUEUES);
+    assert.equal(sample(tm, 'sluice_jobs{queue="q-120",state="pending"}'), 1);
+    assert.equal(value(tm, 'sluice_queue_paused{queue="q-001"}'), 0);
+    assert.ok(Number.isNaN(value(tm, 'sluice_queue_paused{queue="q-100"}')), 'the 101st queue is not reported');
 
     const reader = await insertKey(n, { organizationId: b.org, permissions: ['queues:read'] });
     assert.equal((await n.api.as(reader.key).get('/api/v1/metrics')).status, 200);
