@@ -44,12 +44,13 @@ export function metricsRoutes(s: Services, metrics: Metrics): Route[] {
         headers: { 'content-type': metrics.contentType },
       }),
       doc: {
+        operationId: 'getOrganizationMetrics',
         summary: "The organization's queue metrics in the Prometheus text format",
         description:
           `Per queue (label \`queue\`): sluice_jobs{state} (pending, blocked, scheduled, processing, deadletter), ` +
           `sluice_oldest_pending_job_age_seconds and sluice_queue_paused; sluice_queues counts all the queues. At most ` +
           `${MAX_REPORTED_QUEUES} queues are reported, those with the most unfinished jobs first.`,
-        responses: { 200: { description: 'Prometheus text exposition format' } },
+        responses: { 200: { description: 'Prometheus text exposition format', mediaType: 'text/plain', schema: Type.String() } },
       },
     },
   ];
