@@ -202,7 +202,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const quotas = new Quotas(pool, clock);
     const events = new EventBus(clock, (err) => log.error('event listener failed', err));
     pool.onEvents((e) => events.fromActors(e));
-    const metrics = new Metrics(config.actorThreads);
+    const metrics = new Metrics({ actorThreads: config.actorThreads, store, clock, log });
     pool.onEvents((e) => metrics.onEvents(e));
     pool.onStats((st) => metrics.onCommits(st));
     const deliveries = (webhooks = new WebhookDispatcher({
@@ -217,6 +217,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       timeoutMs: config.webhookTimeoutMs,
       concurrency: config.webhookConcurrency,
       invalidations: channel,
+      observe: metrics,
     }));
     const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel, deliveries };
     const app = createApp(ctx);
@@ -271,11 +272,18 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         throw err;
       }
     };
-    http = new HttpServer(router, auth, log, admit, { version: VERSION, maxDepth: config.bodyMaxDepth, maxValues: config.bodyMaxValues }).webSocket(
-      eventSocket(streams),
-    );
+    const observe = (method: string, route: string, status: number, seconds: number) => metrics.onHttp(method, route, status, seconds);
+    const h0 = (http = new HttpServer(router, auth, log, admit, {
+      version: VERSION,
+      maxDepth: config.bodyMaxDepth,
+      maxValues: config.bodyMaxValues,
+      observe,
+    }).webSocket(eventSocket(streams)));
+    metrics.countStreams('sse', () => h0.openStreams.sse);
+    metrics.countStreams('websocket', () => h0.openStreams.websocket);
     const port = await http.listen(config.host, config.port);
-    const g = (grpc = new GrpcServer({ app, services, auth, admit, log }));
+    const g = (grpc = new GrpcServer({ app, services, auth, admit, log }, (method, code, seconds) => metrics.onGrpc(method, code, seconds)));
+    metrics.countStreams('grpc', () => g.openStreams);
     const grpcPort = await g.listen(config.host, config.grpcPort);
     const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
     // Say what is bound, not only a URL to click: 0.0.0.0 is every interface, 127.0.0.1 this machine only.

@@ -1,67 +1,390 @@
-// GET /metrics: the Prometheus text format, fed by commits, job transitions and request admission, with no
-// tenant or job id anywhere in it; closed by METRICS_TOKEN when that is set.
+// Metrics: GET /metrics (the operator's, Prometheus text) and GET /api/v1/metrics (a tenant's own queues).
+//
+// A scripted workload under a ManualClock (enqueue, claim, complete, a retry and a dead letter by failure, a
+// retry and a dead letter by lease expiry, a cancel, a webhook delivery that succeeds and one that fails, an SSE
+// stream, gRPC calls) moves every series by a known amount; the whole global exposition names none of the
+// organizations, queues, jobs or workers used; each organization's endpoint shows its own queues only; and the
+// alert rules and the Grafana dashboard refer only to series a real node exposes.
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { sleep, startTestNode, type TestNode } from './helpers.js';
-import { assertError, orgOf } from './http-assert.js';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { credentials, Metadata, type Client, type ServiceError } from '@grpc/grpc-js';
+import { parse as parseYaml } from 'yaml';
+import { ManualClock } from '../src/clock.js';
+import { MAX_REPORTED_QUEUES } from '../src/runtime/metrics.js';
+import { loadQueueV1 } from '../src/io/grpc/proto.js';
+import { ROOT, sleep, startTestNode, type Api, type TestNode } from './helpers.js';
+import { assertError, insertKey, orgOf } from './http-assert.js';
 
-let open: TestNode;
-let closed: TestNode;
-const TOKEN = 'metrics-token-for-tests';
-
-before(async () => {
-  open = await startTestNode();
-  closed = await startTestNode({ env: { METRICS_TOKEN: TOKEN } });
-});
-after(async () => {
-  await open?.stop();
-  await closed?.stop();
-});
-
-/** The value of one sample line, e.g. `sluice_job_events_total{event="job.completed"}`. */
-function sample(text: string, series: string): number {
+/** The value of one sample line, e.g. `sluice_job_events_total{event="job.completed"}`; NaN when absent. */
+function value(text: string, series: string): number {
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  assert.ok(line, `no sample ${series} in:\n${text.slice(0, 2000)}`);
-  return Number(line.slice(series.length + 1));
+  return line === undefined ? NaN : Number(line.slice(series.length + 1));
 }
 
-test('metrics count commits, job transitions and requests, and name no tenant or job', async () => {
-  const api = open.api;
-  const job = await api.enqueue({ queue_name: 'metered', payload: { n: 1 } });
-  const [claimed] = await api.claim('metered');
-  assert.equal((await api.post(`/api/v1/jobs/${claimed.id}/complete`, { worker_id: 'w1', lease_id: claimed.lease_id })).status, 200);
-  // Commit statistics arrive from the actor threads about once a second.
-  let text = '';
-  for (let i = 0; i < 40; i++) {
-    const r = await fetch(`${open.node.url}/metrics`);
-    assert.equal(r.status, 200);
-    assert.match(r.headers.get('content-type') ?? '', /^text\/plain/);
-    text = await r.text();
-    if (/^sluice_journal_commits_total [1-9]/m.test(text)) break;
-    await sleep(100);
+function sample(text: string, series: string): number {
+  const v = value(text, series);
+  assert.ok(!Number.isNaN(v), `no sample ${series} in:\n${text.slice(0, 3000)}`);
+  return v;
+}
+
+/** The sample names of an exposition (histograms as their _bucket, _sum and _count series). */
+const sampleNames = (text: string): Set<string> =>
+  new Set(text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).map((l) => /^[a-zA-Z_:][a-zA-Z0-9_:]*/.exec(l)![0]));
+
+async function scrape(n: TestNode): Promise<string> {
+  const r = await fetch(`${n.node.url}/metrics`);
+  assert.equal(r.status, 200);
+  assert.match(r.headers.get('content-type') ?? '', /^text\/plain/);
+  return r.text();
+}
+
+/** Scrapes until `ok` holds (events and commit statistics reach the main thread asynchronously). */
+async function scrapeUntil(n: TestNode, what: string, ok: (text: string) => boolean, ms = 8_000): Promise<string> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const text = await scrape(n);
+    if (ok(text)) return text;
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}:\n${text.slice(0, 4000)}`);
+    await sleep(50);
   }
-  assert.ok(sample(text, 'sluice_journal_commits_total') >= 1);
-  assert.ok(sample(text, 'sluice_journal_commit_records_count') >= 1);
-  assert.equal(sample(text, 'sluice_job_events_total{event="job.created"}'), 1);
-  assert.equal(sample(text, 'sluice_job_events_total{event="job.started"}'), 1);
-  assert.equal(sample(text, 'sluice_job_events_total{event="job.completed"}'), 1);
-  assert.ok(sample(text, 'sluice_api_requests_total{outcome="admitted"}') >= 3);
-  assert.equal(sample(text, 'sluice_actor_threads'), 2);
-  assert.match(text, /^sluice_process_/m);
-  const org = await orgOf(open, api.key);
-  for (const secret of [org, job.id, 'metered', api.key]) assert.ok(!text.includes(secret), `metrics mention ${secret}`);
+}
+
+/** A receiver on 127.0.0.1 that answers every POST with `status`. */
+class Receiver {
+  got = 0;
+  private readonly server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      this.got++;
+      res.statusCode = this.status;
+      res.end();
+    });
+  });
+  url = '';
+  constructor(private readonly status: number) {}
+  async start(): Promise<this> {
+    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    return this;
+  }
+  stop(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((r) => this.server.close(() => r()));
+  }
+}
+
+async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+describe('metrics under a scripted workload', () => {
+  const clock = new ManualClock(Date.UTC(2030, 0, 1, 12));
+  let n: TestNode;
+  let a: { api: Api; org: string; key: string };
+  let b: { api: Api; org: string; key: string };
+  const ok = new Receiver(200);
+  const down = new Receiver(500);
+  // Every id the workload uses; none may appear in /metrics.
+  const QA = 'queue-alpha-4f1c';
+  const QB = 'queue-beta-9d2e';
+  const QC = 'queue-gamma-77ab';
+  const WORKERS = ['worker-alpha-one', 'worker-alpha-two', 'worker-beta-one'];
+  const jobIds: string[] = [];
+  let text = '';
+
+  const claim = async (api: Api, queue: string, worker: string, lease?: number) => {
+    const r = await api.post('/api/v1/jobs/claim', { queue_name: queue, worker_id: worker, ...(lease ? { lease_duration_secs: lease } : {}) });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.jobs.length, 1);
+    return r.body.jobs[0] as { id: string; lease_id: string };
+  };
+  const enqueue = async (api: Api, body: Record<string, unknown>) => {
+    const job = await api.enqueue(body);
+    jobIds.push(job.id);
+    return job as { id: string };
+  };
+
+  before(async () => {
+    await ok.start();
+    await down.start();
+    n = await startTestNode({ clock, env: { RETRY_UNIT_MS: '1000', WEBHOOK_RETRY_UNIT_MS: '5', WEBHOOK_TIMEOUT_MS: '3000' } });
+    const ka = await insertKey(n, { plan: 'pro' });
+    const kb = await insertKey(n, { plan: 'pro' });
+    a = { api: n.api.as(ka.key), org: ka.organizationId, key: ka.key };
+    b = { api: n.api.as(kb.key), org: kb.organizationId, key: kb.key };
+  });
+  after(async () => {
+    await n?.stop();
+    await ok.stop();
+    await down.stop();
+  });
+
+  test('each series moves as the workload says', async () => {
+    const before = await scrape(n);
+    // Default Node metrics under their standard names, no prefix.
+    for (const name of ['process_cpu_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes']) {
+      assert.ok(sampleNames(before).has(name), `no ${name}`);
+    }
+    assert.doesNotMatch(before, /^sluice_process_/m);
+    assert.equal(sample(before, 'sluice_job_retries_total{reason="failed"}'), 0);
+    assert.equal(sample(before, 'sluice_job_dead_letters_total{reason="lease_expired"}'), 0);
+
+    // Webhooks of A: a delivery that succeeds (job.completed) and one whose every attempt fails (job.cancelled).
+    for (const [url, events] of [
+      [ok.url, ['job.completed']],
+      [down.url, ['job.cancelled']],
+    ] as const) {
+      const r = await a.api.post('/api/v1/outgoing-webhooks', { name: 'm', url, events });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+    }
+
+    // Completed: due at t0, claimed at t0+2 s (wait 2 s), completed 3 s later (run 3 s).
+    const done = await enqueue(a.api, { queue_name: QA });
+    await clock.advance(2_000);
+    const c1 = await claim(a.api, QA, WORKERS[0]!);
+    assert.equal(c1.id, done.id);
+    await clock.advance(3_000);
+    assert.equal((await a.api.post(`/api/v1/jobs/${c1.id}/complete`, { worker_id: WORKERS[0], lease_id: c1.lease_id })).status, 200);
+
+    // Failed twice: a retry (due again after the 1 s backoff), then a dead letter.
+    const failing = await enqueue(a.api, { queue_name: QA, max_retries: 1 });
+    const f1 = await claim(a.api, QA, WORKERS[1]!);
+    assert.equal(f1.id, failing.id);
+    await clock.advance(500);
+    assert.equal((await a.api.post(`/api/v1/jobs/${f1.id}/fail`, { worker_id: WORKERS[1], lease_id: f1.lease_id, error: 'boom' })).body.status, 'scheduled');
+    await clock.advance(1_000);
+    const f2 = await claim(a.api, QA, WORKERS[1]!);
+    await clock.advance(500);
+    assert.equal((await a.api.post(`/api/v1/jobs/${f2.id}/fail`, { worker_id: WORKERS[1], lease_id: f2.lease_id, error: 'boom' })).body.status, 'deadletter');
+
+    // Lease expiries: a retry, then a dead letter (leases of 5 s run out).
+    const expiring = await enqueue(a.api, { queue_name: QA, max_retries: 1 });
+    assert.equal((await claim(a.api, QA, WORKERS[0]!, 5)).id, expiring.id);
+    await clock.advance(6_000);
+    await scrapeUntil(n, 'the first lease expiry', (t) => value(t, 'sluice_job_lease_expiries_total') === 1);
+    assert.equal((await claim(a.api, QA, WORKERS[0]!, 5)).id, expiring.id);
+    await clock.advance(6_000);
+
+    // Cancelled while processing: its run ends after 1 s.
+    const cancelled = await enqueue(a.api, { queue_name: QA });
+    assert.equal((await claim(a.api, QA, WORKERS[1]!)).id, cancelled.id);
+    await clock.advance(1_000);
+    assert.equal((await a.api.delete(`/api/v1/jobs/${cancelled.id}`)).status, 200);
+    await until('both webhook deliveries', () => ok.got === 1 && down.got === 5);
+
+    // B: two pending, one processing in QB; one scheduled far ahead in QC.
+    for (let i = 0; i < 3; i++) await enqueue(b.api, { queue_name: QB });
+    await claim(b.api, QB, WORKERS[2]!);
+    await enqueue(b.api, { queue_name: QC, scheduled_at: new Date(clock.now() + 3_600_000).toISOString() });
+    await clock.advance(10_000);
+
+    // An SSE stream held open, gRPC calls (one refused), a 404.
+    const ac = new AbortController();
+    const stream = await fetch(`${n.node.url}/api/v1/events`, { headers: { authorization: `Bearer ${a.key}` }, signal: ac.signal });
+    assert.equal(stream.status, 200);
+    const grpc = new (loadQueueV1().QueueService)(`127.0.0.1:${n.node.grpcPort}`, credentials.createInsecure()) as Client & Record<string, any>;
+    const call = (key: string | null) =>
+      new Promise<ServiceError | null>((resolve) => {
+        const md = new Metadata();
+        if (key !== null) md.set('x-api-key', key);
+        grpc.GetQueueStats({ queueName: QA }, md, (err: ServiceError | null) => resolve(err));
+      });
+    assert.equal(await call(a.key), null);
+    assert.ok(await call(null));
+    grpc.close();
+    assert.equal((await a.api.get('/api/v1/nothing-here')).status, 404);
+
+    text = await scrapeUntil(
+      n,
+      'every transition and the cluster gauges',
+      (t) =>
+        value(t, 'sluice_job_dead_letters_total{reason="lease_expired"}') === 1 &&
+        value(t, 'sluice_job_cancellations_total') === 1 &&
+        value(t, 'sluice_jobs{state="pending"}') === 2 &&
+        value(t, 'sluice_webhook_deliveries_total{kind="webhook",outcome="failed"}') === 1,
+    );
+    ac.abort();
+
+    // Transitions.
+    assert.equal(sample(text, 'sluice_job_events_total{event="job.created"}'), 8);
+    assert.equal(sample(text, 'sluice_job_events_total{event="job.started"}'), 7);
+    assert.equal(sample(text, 'sluice_job_events_total{event="job.completed"}'), 1);
+    assert.equal(sample(text, 'sluice_job_events_total{event="job.failed"}'), 4);
+    assert.equal(sample(text, 'sluice_job_events_total{event="job.cancelled"}'), 1);
+    assert.equal(sample(text, 'sluice_job_retries_total{reason="failed"}'), 1);
+    assert.equal(sample(text, 'sluice_job_retries_total{reason="lease_expired"}'), 1);
+    assert.equal(sample(text, 'sluice_job_dead_letters_total{reason="failed"}'), 1);
+    assert.equal(sample(text, 'sluice_job_dead_letters_total{reason="lease_expired"}'), 1);
+    assert.equal(sample(text, 'sluice_job_lease_expiries_total'), 2);
+    assert.equal(sample(text, 'sluice_job_cancellations_total'), 1);
+
+    // Wait: 7 claims; the first waited 2 s, the retried one 0 s after its backoff, the others 0 s.
+    assert.equal(sample(text, 'sluice_job_wait_seconds_count'), 7);
+    assert.equal(sample(text, 'sluice_job_wait_seconds_sum'), 2);
+    assert.equal(sample(text, 'sluice_job_wait_seconds_bucket{le="1"}'), 6);
+    assert.equal(sample(text, 'sluice_job_wait_seconds_bucket{le="2.5"}'), 7);
+    // Run: by outcome, the times the clock moved while each attempt was held.
+    assert.equal(sample(text, 'sluice_job_run_seconds_count{outcome="completed"}'), 1);
+    assert.equal(sample(text, 'sluice_job_run_seconds_sum{outcome="completed"}'), 3);
+    assert.equal(sample(text, 'sluice_job_run_seconds_count{outcome="failed"}'), 2);
+    assert.equal(sample(text, 'sluice_job_run_seconds_sum{outcome="failed"}'), 1);
+    assert.equal(sample(text, 'sluice_job_run_seconds_count{outcome="lease_expired"}'), 2);
+    assert.ok(sample(text, 'sluice_job_run_seconds_sum{outcome="lease_expired"}') >= 10);
+    assert.equal(sample(text, 'sluice_job_run_seconds_count{outcome="cancelled"}'), 1);
+    assert.equal(sample(text, 'sluice_job_run_seconds_sum{outcome="cancelled"}'), 1);
+
+    // Cluster gauges, both organizations summed: the oldest pending job (B's, in QB) has waited 10 s by the clock.
+    assert.equal(sample(text, 'sluice_jobs{state="pending"}'), 2);
+    assert.equal(sample(text, 'sluice_jobs{state="processing"}'), 1);
+    assert.equal(sample(text, 'sluice_jobs{state="scheduled"}'), 1);
+    assert.equal(sample(text, 'sluice_jobs{state="deadletter"}'), 2);
+    assert.equal(sample(text, 'sluice_jobs{state="blocked"}'), 0);
+    assert.equal(sample(text, 'sluice_oldest_pending_job_age_seconds'), 10);
+
+    // Webhooks, streams, HTTP and gRPC.
+    assert.equal(sample(text, 'sluice_webhook_deliveries_total{kind="webhook",outcome="success"}'), 1);
+    assert.equal(sample(text, 'sluice_webhook_deliveries_total{kind="webhook",outcome="failed"}'), 1);
+    assert.equal(sample(text, 'sluice_webhook_endpoints_disabled_total'), 0);
+    assert.equal(sample(text, 'sluice_streams_open{transport="sse"}'), 1);
+    assert.equal(sample(text, 'sluice_streams_open{transport="websocket"}'), 0);
+    assert.equal(sample(text, 'sluice_streams_open{transport="grpc"}'), 0);
+    assert.equal(sample(text, 'sluice_grpc_request_duration_seconds_count{method="queue.v1.QueueService/GetQueueStats",code="OK"}'), 1);
+    assert.equal(sample(text, 'sluice_grpc_request_duration_seconds_count{method="queue.v1.QueueService/GetQueueStats",code="UNAUTHENTICATED"}'), 1);
+    assert.equal(sample(text, 'sluice_http_request_duration_seconds_count{method="POST",route="/api/v1/jobs/:id/complete",status_class="2xx"}'), 1);
+    assert.equal(sample(text, 'sluice_http_request_duration_seconds_count{method="POST",route="/api/v1/jobs/:id/fail",status_class="2xx"}'), 2);
+    assert.equal(sample(text, 'sluice_http_request_duration_seconds_count{method="DELETE",route="/api/v1/jobs/:id",status_class="2xx"}'), 1);
+    assert.equal(sample(text, 'sluice_http_request_duration_seconds_count{method="OTHER",route="unmatched",status_class="4xx"}'), 1);
+    assert.ok(sample(text, 'sluice_api_requests_total{outcome="admitted"}') >= 20);
+    assert.ok(sample(text, 'sluice_journal_commits_total') >= 1);
+
+    // The stream's slot is counted down once it ends.
+    await scrapeUntil(n, 'the stream to close', (t) => value(t, 'sluice_streams_open{transport="sse"}') === 0);
+  });
+
+  test('the global exposition names no organization, queue, job, worker or key', async () => {
+    assert.ok(text !== '', 'the workload test ran first');
+    const secrets = [a.org, b.org, await orgOf(n, n.api.key), QA, QB, QC, ...WORKERS, ...jobIds, a.key, b.key, n.api.key];
+    assert.equal(jobIds.length, 8);
+    for (const t of [text, await scrape(n)]) {
+      for (const s of secrets) assert.ok(!t.includes(s), `/metrics mentions ${s}`);
+      // No label but the bounded ones.
+      const labels = new Set([...t.matchAll(/[{,]([a-z_]+)="/g)].map((m) => m[1]));
+      for (const l of labels) assert.ok(['event', 'reason', 'outcome', 'state', 'transport', 'kind', 'method', 'route', 'status_class', 'code', 'le', 'quantile', 'space', 'version', 'major', 'minor', 'patch', 'type'].includes(l!), `label ${l}`);
+    }
+  });
+
+  test('GET /api/v1/metrics: per queue, the caller organization only; needs queues:read', async () => {
+    const own = async (api: Api) => {
+      const r = await fetch(`${n.node.url}/api/v1/metrics`, { headers: { authorization: `Bearer ${api.key}` } });
+      assert.equal(r.status, 200);
+      assert.match(r.headers.get('content-type') ?? '', /^text\/plain/);
+      return r.text();
+    };
+    const ta = await own(a.api);
+    assert.equal(sample(ta, `sluice_jobs{queue="${QA}",state="deadletter"}`), 2);
+    assert.equal(sample(ta, `sluice_jobs{queue="${QA}",state="pending"}`), 0);
+    assert.equal(sample(ta, `sluice_oldest_pending_job_age_seconds{queue="${QA}"}`), 0);
+    assert.equal(sample(ta, `sluice_queue_paused{queue="${QA}"}`), 0);
+    assert.equal(sample(ta, 'sluice_queues'), 1);
+    const tb = await own(b.api);
+    assert.equal(sample(tb, `sluice_jobs{queue="${QB}",state="pending"}`), 2);
+    assert.equal(sample(tb, `sluice_jobs{queue="${QB}",state="processing"}`), 1);
+    assert.equal(sample(tb, `sluice_jobs{queue="${QC}",state="scheduled"}`), 1);
+    assert.equal(sample(tb, `sluice_oldest_pending_job_age_seconds{queue="${QB}"}`), 10);
+    assert.equal(sample(tb, 'sluice_queues'), 2);
+    // Each sees its own queues only, and no id of anybody.
+    for (const [t, others] of [
+      [ta, [QB, QC, b.org, a.org]],
+      [tb, [QA, a.org, b.org]],
+    ] as const) {
+      for (const s of [...others, ...jobIds, ...WORKERS]) assert.ok(!t.includes(s), `mentions ${s}`);
+    }
+    // The busiest queues first: B's QB (3 unfinished) before QC (1).
+    assert.ok(tb.indexOf(`queue="${QB}"`) < tb.indexOf(`queue="${QC}"`));
+
+    // A cap on the queues reported: an organization with 120 queues, one of them busy, gets that one and 99 others.
+    const many = await insertKey(n, { plan: 'pro' });
+    await n.node.store.query(
+      `INSERT INTO queues (organization_id, name, created_at, updated_at)
+       SELECT $1, 'q-' || lpad(i::text, 3, '0'), now(), now() FROM generate_series(1, 120) AS i`,
+      [many.organizationId],
+    );
+    await n.api.as(many.key).enqueue({ queue_name: 'q-120' });
+    const tm = await own(n.api.as(many.key));
+    assert.equal(sample(tm, 'sluice_queues'), 120);
+    assert.equal(tm.split('\n').filter((l) => l.startsWith('sluice_queue_paused{')).length, MAX_REPORTED_QUEUES);
+    assert.equal(sample(tm, 'sluice_jobs{queue="q-120",state="pending"}'), 1);
+    assert.equal(value(tm, 'sluice_queue_paused{queue="q-001"}'), 0);
+    assert.ok(Number.isNaN(value(tm, 'sluice_queue_paused{queue="q-100"}')), 'the 101st queue is not reported');
+
+    const reader = await insertKey(n, { organizationId: b.org, permissions: ['queues:read'] });
+    assert.equal((await n.api.as(reader.key).get('/api/v1/metrics')).status, 200);
+    const writer = await insertKey(n, { organizationId: b.org, permissions: ['jobs:write'] });
+    assertError(await n.api.as(writer.key).get('/api/v1/metrics'), 403, 'FORBIDDEN');
+    assertError(await n.api.as('').get('/api/v1/metrics'), 401, 'UNAUTHORIZED');
+  });
+
+  test('the alert rules and the Grafana dashboard parse and use only series a node exposes', async () => {
+    const names = sampleNames(text);
+    const used = (expr: string) => [...expr.matchAll(/\b((?:sluice|process|nodejs)_[a-z0-9_]+)/g)].map((m) => m[1]!);
+    const rules = parseYaml(readFileSync(path.join(ROOT, 'deploy/prometheus/alerts.yml'), 'utf8')) as {
+      groups: Array<{ name: string; rules: Array<{ alert: string; expr: string; for?: string; labels: Record<string, string>; annotations: Record<string, string> }> }>;
+    };
+    const alerts = rules.groups.flatMap((g) => g.rules);
+    for (const want of ['SluiceQueueBacklog', 'SluiceOldestPendingJob', 'SluiceDeadLetterRate', 'SluiceCommitFailures', 'SluiceWebhookEndpointDisabled']) {
+      assert.ok(alerts.some((r) => r.alert === want), `no alert ${want}`);
+    }
+    for (const r of alerts) {
+      assert.ok(r.labels.severity && r.annotations.summary, `${r.alert} needs a severity and a summary`);
+      const refs = used(r.expr);
+      assert.ok(refs.length > 0, `${r.alert} uses no series`);
+      for (const m of refs) assert.ok(names.has(m), `${r.alert} uses ${m}, which /metrics does not expose`);
+    }
+    const dashboard = JSON.parse(readFileSync(path.join(ROOT, 'deploy/grafana/sluice.json'), 'utf8')) as {
+      title: string;
+      panels: Array<{ title: string; targets?: Array<{ expr: string }> }>;
+    };
+    const exprs = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })));
+    assert.ok(exprs.length >= 10);
+    for (const { panel, expr } of exprs) {
+      for (const m of used(expr)) assert.ok(names.has(m), `panel "${panel}" uses ${m}, which /metrics does not expose`);
+    }
+    // Every alert's series is on the dashboard too.
+    const shown = new Set(exprs.flatMap((e) => used(e.expr)));
+    for (const r of alerts) for (const m of used(r.expr)) assert.ok(shown.has(m), `${m} (alert ${r.alert}) is on no panel`);
+  });
 });
 
-test('with METRICS_TOKEN set, /metrics needs that token and nothing else', async () => {
-  const url = `${closed.node.url}/metrics`;
-  const bare = await closed.api.as('').get('/metrics');
-  assertError(bare, 401, 'UNAUTHORIZED');
-  // An API key, even the default organization's, is a tenant credential, not the operator's.
-  assertError(await closed.api.get('/metrics'), 401, 'UNAUTHORIZED');
-  assertError(await closed.api.as('wrong-token').get('/metrics'), 401, 'UNAUTHORIZED');
-  const ok = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } });
-  assert.equal(ok.status, 200);
-  assert.match(await ok.text(), /sluice_actor_threads 2/);
-  // The token is a header credential like any other.
-  assertError(await closed.api.as('').get(`/metrics?token=${TOKEN}`), 401, 'UNAUTHORIZED');
+describe('METRICS_TOKEN', () => {
+  let closed: TestNode;
+  const TOKEN = 'metrics-token-for-tests';
+  before(async () => {
+    closed = await startTestNode({ env: { METRICS_TOKEN: TOKEN } });
+  });
+  after(() => closed?.stop());
+
+  test('with METRICS_TOKEN set, /metrics needs that token and nothing else', async () => {
+    const url = `${closed.node.url}/metrics`;
+    const bare = await closed.api.as('').get('/metrics');
+    assertError(bare, 401, 'UNAUTHORIZED');
+    // An API key, even the default organization's, is a tenant credential, not the operator's.
+    assertError(await closed.api.get('/metrics'), 401, 'UNAUTHORIZED');
+    assertError(await closed.api.as('wrong-token').get('/metrics'), 401, 'UNAUTHORIZED');
+    const ok = await fetch(url, { headers: { authorization: `Bearer ${TOKEN}` } });
+    assert.equal(ok.status, 200);
+    assert.match(await ok.text(), /sluice_actor_threads 2/);
+    // The token is a header credential like any other.
+    assertError(await closed.api.as('').get(`/metrics?token=${TOKEN}`), 401, 'UNAUTHORIZED');
+    // The per-organization view takes an API key, not the token.
+    assertError(await closed.api.as(TOKEN).get('/api/v1/metrics'), 401, 'UNAUTHORIZED');
+    assert.equal((await closed.api.get('/api/v1/metrics')).status, 200);
+  });
 });

@@ -249,6 +249,7 @@ describe('QueueActor: blocked workflow jobs', () => {
       last_error: null,
       scheduled_at: null,
       started_at: null,
+      due_at: 0,
       assigned_worker_id: null,
       lease_id: null,
       lease_expires_at: null,

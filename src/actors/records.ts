@@ -113,6 +113,14 @@ export type DomainEvent =
       data?: Record<string, unknown>;
       /** Published only if this job's insert took place (an idempotent insert may lose to an existing key). */
       ifInserted?: boolean;
+      /**
+       * For metrics, never published: on job.started the instant the job fell due (wait = at - since); on the
+       * events that end an attempt (completed, failed, cancelled while processing) the instant it was claimed
+       * (run = at - since).
+       */
+      since?: number;
+      /** job.failed only: the lease expired (no worker said anything). */
+      expired?: boolean;
     }
   | { type: 'queue'; event: QueueEventName; organization_id: string; queue_name: string; at: number; data?: Record<string, unknown> }
   | { type: 'queue.created' | 'queue.deleted'; organization_id: string; queue_name: string }

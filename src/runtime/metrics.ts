@@ -1,12 +1,52 @@
 // Prometheus metrics of one node (prom-client, a registry per node so several nodes can share a process in
-// tests). Labels are never tenant or job ids (DESIGN invariant 6): only fixed sets such as event names.
+// tests). Labels are never tenant, queue, job or worker ids (DESIGN invariant 6): only fixed sets such as event
+// names, route templates, status classes, gRPC method names and delivery outcomes.
 //
-// Sources: the actor threads' commit statistics (batch size and latency of every group commit, reported once a
-// second), the committed domain events (job transitions), and the main thread's admission of requests (rate
-// limiting). Process metrics (CPU, memory, event-loop lag) come from prom-client's defaults.
+// Sources:
+// - the actor threads' commit statistics (batch size and latency of every group commit, reported once a second);
+// - the committed domain events (job transitions): counters, and the wait and run histograms from the times
+//   the actors put on the events (`since`), so nothing is read per job;
+// - the store, at scrape time, for the cluster gauges (jobs by state, oldest pending age), summed over all
+//   organizations and cached for GAUGE_CACHE_MS so that frequent scrapes cannot load the database;
+// - the main thread's HTTP and gRPC servers (latency, admission), the webhook dispatcher (deliveries) and the
+//   open streams (counted at scrape time);
+// - prom-client's default process metrics, under their standard names (process_cpu_seconds_total,
+//   nodejs_eventloop_lag_seconds…) so stock dashboards work.
+//
+// The per-organization view (GET /api/v1/metrics) is rendered here too, from that organization's rows only.
+import { performance } from 'node:perf_hooks';
 import client from 'prom-client';
 import type { DomainEvent } from '../actors/records.js';
+import type { Clock } from '../clock.js';
+import { clusterJobGauges, emptyCounts, GAUGE_STATES, queueJobGauges, type StateCounts } from '../io/db/sql/jobGauges.js';
+import type { Store } from '../io/db/store.js';
+import type { Log } from '../log.js';
 import type { CommitStats } from './protocol.js';
+
+/** How long a read of the cluster gauges serves scrapes. */
+export const GAUGE_CACHE_MS = 5_000;
+/** The most queues GET /api/v1/metrics reports (the busiest first). */
+export const MAX_REPORTED_QUEUES = 100;
+
+const JOB_EVENTS = ['job.created', 'job.started', 'job.completed', 'job.failed', 'job.cancelled'] as const;
+const RUN_OUTCOMES = ['completed', 'failed', 'lease_expired', 'cancelled'] as const;
+/** Waits from milliseconds (a hot queue) to an hour (a starved one). */
+const WAIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+const RUN_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+export type StreamTransport = 'sse' | 'websocket' | 'grpc';
+export type DeliveryKind = 'webhook' | 'callback' | 'test';
+
+export interface MetricsOptions {
+  actorThreads: number;
+  store: Store;
+  clock: Clock;
+  log: Log;
+}
+
+/** "2xx" … "5xx". */
+export const statusClass = (status: number): string => `${Math.floor(status / 100)}xx`;
 
 export class Metrics {
   readonly registry = new client.Registry();
@@ -14,13 +54,27 @@ export class Metrics {
   private readonly commitFailures: client.Counter;
   private readonly commitRecords: client.Histogram;
   private readonly commitSeconds: client.Histogram;
-  private readonly jobEvents: client.Counter<'event'>;
   private readonly queueEvents: client.Counter<'event'>;
   private readonly requests: client.Counter<'outcome'>;
+  private readonly http: client.Histogram<'method' | 'route' | 'status_class'>;
+  private readonly grpc: client.Histogram<'method' | 'code'>;
+  private readonly deliveries: client.Counter<'kind' | 'outcome'>;
+  private readonly disabled: client.Counter;
+  // Children bound to their labels once: the event path does no label lookup per job.
+  private readonly jobEvents = new Map<string, client.Counter.Internal>();
+  private readonly wait: client.Histogram;
+  private readonly run: Record<(typeof RUN_OUTCOMES)[number], client.Histogram.Internal<string>>;
+  private readonly retries: { failed: client.Counter.Internal; lease_expired: client.Counter.Internal };
+  private readonly deadLetters: { failed: client.Counter.Internal; lease_expired: client.Counter.Internal };
+  private readonly leaseExpiries: client.Counter;
+  private readonly cancellations: client.Counter;
+  private readonly streamCounts = new Map<StreamTransport, () => number>();
+  private gaugeRead: { at: number; value: Promise<StateCounts> } | null = null;
+  private lastGauges: StateCounts = emptyCounts();
 
-  constructor(actorThreads: number) {
+  constructor(private readonly o: MetricsOptions) {
     const registers = [this.registry];
-    client.collectDefaultMetrics({ register: this.registry, prefix: 'sluice_process_' });
+    client.collectDefaultMetrics({ register: this.registry });
     this.commits = new client.Counter({ name: 'sluice_journal_commits_total', help: 'Group commits of the actor threads', registers });
     this.commitFailures = new client.Counter({
       name: 'sluice_journal_commit_failures_total',
@@ -39,20 +93,108 @@ export class Metrics {
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
-    this.jobEvents = new client.Counter({
+    const jobEvents = new client.Counter({
       name: 'sluice_job_events_total',
       help: 'Committed job transitions by event (job.created, job.started, job.completed, job.failed, job.cancelled)',
       labelNames: ['event'],
       registers,
     });
+    for (const e of JOB_EVENTS) this.jobEvents.set(e, counter(jobEvents, e));
+    this.wait = new client.Histogram({
+      name: 'sluice_job_wait_seconds',
+      help: 'Time from a job falling due (enqueued, its scheduled time or retry backoff passed, a lease expiry, a workflow release) to its claim',
+      buckets: WAIT_BUCKETS,
+      registers,
+    });
+    const run = new client.Histogram({
+      name: 'sluice_job_run_seconds',
+      help: 'Time from a claim to the end of that attempt, by outcome (completed, failed, lease_expired, cancelled)',
+      labelNames: ['outcome'],
+      buckets: RUN_BUCKETS,
+      registers,
+    });
+    for (const outcome of RUN_OUTCOMES) run.zero({ outcome });
+    this.run = { completed: run.labels('completed'), failed: run.labels('failed'), lease_expired: run.labels('lease_expired'), cancelled: run.labels('cancelled') };
+    const retries = new client.Counter({
+      name: 'sluice_job_retries_total',
+      help: 'Failed attempts that will be retried, by reason (failed: the worker said so; lease_expired)',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.retries = { failed: counter(retries, 'failed'), lease_expired: counter(retries, 'lease_expired') };
+    const deadLetters = new client.Counter({
+      name: 'sluice_job_dead_letters_total',
+      help: 'Jobs moved to the dead-letter queue, by reason (failed: retries exhausted or not retryable; lease_expired)',
+      labelNames: ['reason'],
+      registers,
+    });
+    this.deadLetters = { failed: counter(deadLetters, 'failed'), lease_expired: counter(deadLetters, 'lease_expired') };
+    this.leaseExpiries = new client.Counter({ name: 'sluice_job_lease_expiries_total', help: 'Leases that expired before their worker answered', registers });
+    this.cancellations = new client.Counter({ name: 'sluice_job_cancellations_total', help: 'Jobs cancelled (pending, scheduled or processing)', registers });
     this.queueEvents = new client.Counter({ name: 'sluice_queue_events_total', help: 'Queue pauses and resumes', labelNames: ['event'], registers });
     this.requests = new client.Counter({
       name: 'sluice_api_requests_total',
-      help: 'Authenticated REST requests by admission outcome (admitted, rate_limited)',
+      help: 'Authenticated REST and gRPC requests by admission outcome (admitted, rate_limited)',
       labelNames: ['outcome'],
       registers,
     });
-    new client.Gauge({ name: 'sluice_actor_threads', help: 'Actor threads of this node', registers }).set(actorThreads);
+    this.http = new client.Histogram({
+      name: 'sluice_http_request_duration_seconds',
+      help: 'REST answers: time from the request to its answer (an SSE stream: to its headers), by method, route template and status class',
+      labelNames: ['method', 'route', 'status_class'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.grpc = new client.Histogram({
+      name: 'sluice_grpc_request_duration_seconds',
+      help: 'Unary gRPC calls by method (Service/Method) and status code name',
+      labelNames: ['method', 'code'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    const counts = this.streamCounts;
+    new client.Gauge({
+      name: 'sluice_streams_open',
+      help: 'Open real-time streams on this node by transport (sse, websocket, grpc)',
+      labelNames: ['transport'],
+      registers,
+      collect() {
+        for (const [transport, n] of counts) this.set({ transport }, n());
+      },
+    });
+    this.deliveries = new client.Counter({
+      name: 'sluice_webhook_deliveries_total',
+      help: 'Outgoing webhook deliveries closed, by kind (webhook, callback, test) and outcome (success; failed: every attempt failed)',
+      labelNames: ['kind', 'outcome'],
+      registers,
+    });
+    this.disabled = new client.Counter({
+      name: 'sluice_webhook_endpoints_disabled_total',
+      help: 'Webhook endpoints disabled automatically after consecutive failed deliveries',
+      registers,
+    });
+    const gauges = () => this.clusterGauges();
+    const cached = `read from the store at most every ${GAUGE_CACHE_MS / 1000} s; every node reports the same cluster-wide value`;
+    new client.Gauge({
+      name: 'sluice_jobs',
+      help: `Jobs of all organizations by state (pending, blocked on workflow parents, scheduled, processing, deadletter); ${cached}`,
+      labelNames: ['state'],
+      registers,
+      async collect() {
+        const g = await gauges();
+        for (const state of GAUGE_STATES) this.set({ state }, g.counts[state]);
+      },
+    });
+    const clock = o.clock;
+    new client.Gauge({
+      name: 'sluice_oldest_pending_job_age_seconds',
+      help: `Age of the oldest claimable pending job since it fell due, 0 when none waits; its due time is ${cached}`,
+      registers,
+      async collect() {
+        this.set(ageSeconds((await gauges()).oldestDue, clock.now()));
+      },
+    });
+    new client.Gauge({ name: 'sluice_actor_threads', help: 'Actor threads of this node', registers }).set(o.actorThreads);
   }
 
   onCommits(stats: CommitStats): void {
@@ -66,13 +208,56 @@ export class Metrics {
 
   onEvents(events: DomainEvent[]): void {
     for (const e of events) {
-      if (e.type === 'job') this.jobEvents.inc({ event: e.event });
-      else if (e.type === 'queue') this.queueEvents.inc({ event: e.event });
+      if (e.type === 'queue') this.queueEvents.inc({ event: e.event });
+      if (e.type !== 'job') continue;
+      this.jobEvents.get(e.event)?.inc();
+      const took = e.since === undefined ? -1 : Math.max(0, e.at - e.since) / 1000;
+      switch (e.event) {
+        case 'job.started':
+          if (took >= 0) this.wait.observe(took);
+          break;
+        case 'job.completed':
+          if (took >= 0) this.run.completed.observe(took);
+          break;
+        case 'job.failed': {
+          const reason = e.expired ? 'lease_expired' : 'failed';
+          if (e.expired) this.leaseExpiries.inc();
+          (e.status === 'deadletter' ? this.deadLetters : this.retries)[reason].inc();
+          if (took >= 0) this.run[reason].observe(took);
+          break;
+        }
+        case 'job.cancelled':
+          this.cancellations.inc();
+          if (took >= 0) this.run.cancelled.observe(took);
+          break;
+      }
     }
   }
 
   onRequest(admitted: boolean): void {
     this.requests.inc({ outcome: admitted ? 'admitted' : 'rate_limited' });
+  }
+
+  /** `route`: the matched route template, or 'unmatched' (never the raw path). */
+  onHttp(method: string, route: string, status: number, seconds: number): void {
+    this.http.observe({ method, route, status_class: statusClass(status) }, seconds);
+  }
+
+  onGrpc(method: string, code: string, seconds: number): void {
+    this.grpc.observe({ method, code }, seconds);
+  }
+
+  onDelivery(kind: DeliveryKind, ok: boolean): void {
+    this.deliveries.inc({ kind, outcome: ok ? 'success' : 'failed' });
+  }
+
+  onEndpointDisabled(): void {
+    this.disabled.inc();
+  }
+
+  /** How to count a transport's open streams at scrape time. */
+  countStreams(transport: StreamTransport, count: () => number): void {
+    this.streamCounts.set(transport, count);
   }
 
   render(): Promise<string> {
@@ -82,4 +267,56 @@ export class Metrics {
   get contentType(): string {
     return this.registry.contentType;
   }
+
+  /**
+   * One organization's view (GET /api/v1/metrics): the cluster gauges per queue, read from its rows only. At most
+   * MAX_REPORTED_QUEUES queues, those with the most unfinished jobs first; sluice_queues says how many there are.
+   */
+  async renderOrganization(organizationId: string): Promise<string> {
+    const byQueue = await queueJobGauges(this.o.store, organizationId);
+    const now = this.o.clock.now();
+    const backlog = (g: StateCounts) => g.counts.pending + g.counts.blocked + g.counts.scheduled + g.counts.processing;
+    const queues = [...byQueue]
+      .sort(([a, ga], [b, gb]) => backlog(gb) - backlog(ga) || (a < b ? -1 : a > b ? 1 : 0))
+      .slice(0, MAX_REPORTED_QUEUES);
+    const out: string[] = [];
+    const family = (name: string, help: string, type: 'gauge') => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    family('sluice_jobs', 'Jobs of this queue by state (pending, blocked on workflow parents, scheduled, processing, deadletter)', 'gauge');
+    for (const [q, g] of queues) for (const state of GAUGE_STATES) out.push(`sluice_jobs{queue="${escapeLabel(q)}",state="${state}"} ${g.counts[state]}`);
+    family('sluice_oldest_pending_job_age_seconds', 'Age of the queue\'s oldest claimable pending job since it fell due, 0 when none waits', 'gauge');
+    for (const [q, g] of queues) out.push(`sluice_oldest_pending_job_age_seconds{queue="${escapeLabel(q)}"} ${ageSeconds(g.oldestDue, now)}`);
+    family('sluice_queue_paused', '1 when the queue is paused', 'gauge');
+    for (const [q, g] of queues) out.push(`sluice_queue_paused{queue="${escapeLabel(q)}"} ${g.paused ? 1 : 0}`);
+    family('sluice_queues', `Queues of this organization (at most ${MAX_REPORTED_QUEUES} are reported, the busiest first)`, 'gauge');
+    out.push(`sluice_queues ${byQueue.size}`);
+    return `${out.join('\n')}\n`;
+  }
+
+  /** The cluster gauges, read at most every GAUGE_CACHE_MS; a failed read serves the last values it had. */
+  private clusterGauges(): Promise<StateCounts> {
+    const now = performance.now();
+    if (this.gaugeRead === null || now - this.gaugeRead.at >= GAUGE_CACHE_MS) {
+      const value = clusterJobGauges(this.o.store).then(
+        (g) => (this.lastGauges = g),
+        (err) => {
+          this.o.log.warn('metrics: the job gauges could not be read; serving the last values', err);
+          return this.lastGauges;
+        },
+      );
+      this.gaugeRead = { at: now, value };
+    }
+    return this.gaugeRead.value;
+  }
 }
+
+/** A child bound to one label value, exposed at 0 from the start (a series that appears late breaks rate()). */
+function counter(c: client.Counter<string>, value: string): client.Counter.Internal {
+  const child = c.labels(value);
+  child.inc(0);
+  return child;
+}
+
+const ageSeconds = (due: number | null, now: number): number => (due === null ? 0 : Math.max(0, now - due) / 1000);
+
+/** A Prometheus label value: backslash, double quote and line feed escaped. */
+const escapeLabel = (v: string): string => v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');

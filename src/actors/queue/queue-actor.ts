@@ -34,7 +34,7 @@
 import { AppError } from '../../errors.js';
 import { Heap } from '../heap.js';
 import { leaseId as newLeaseId } from '../ids.js';
-import type { CommitOutput, Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, QueueState, Reply } from '../records.js';
+import type { CommitOutput, DomainEvent, Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, QueueState, Reply } from '../records.js';
 
 export interface QueueSettings {
   /** Backoff unit: min(2^retry_count, 60) units before the next attempt. */
@@ -55,6 +55,8 @@ export interface LiveJob {
   last_error: string | null;
   scheduled_at: number | null;
   started_at: number | null;
+  /** When the job last fell due (became claimable): job.started reports it, for the wait-time histogram. */
+  due_at: number;
   assigned_worker_id: string | null;
   lease_id: string | null;
   lease_expires_at: number | null;
@@ -264,6 +266,7 @@ export class QueueActor {
       last_error: null,
       scheduled_at: row.scheduled_at,
       started_at: null,
+      due_at: delayed ? input.scheduled_at! : now,
       assigned_worker_id: null,
       lease_id: null,
       lease_expires_at: null,
@@ -339,7 +342,7 @@ export class QueueActor {
       result: input.result,
     });
     this.finished(job, 'completed', fx);
-    this.publish(fx, 'job.completed', job.id, 'completed', { worker_id: input.worker_id, result: input.result ?? null, ...callbackOf(job) });
+    this.publish(fx, 'job.completed', job.id, 'completed', { worker_id: input.worker_id, result: input.result ?? null, ...callbackOf(job) }, false, job.started_at);
     return () => ({ id: job.id, status: 'completed', completed_at: now });
   }
 
@@ -347,6 +350,7 @@ export class QueueActor {
     const job = this.leased(input, fx.now);
     const now = fx.now;
     const entry: ErrorEntry = { attempt: job.retry_count + 1, error: input.error, at: new Date(now).toISOString() };
+    const claimedAt = job.started_at;
     job.last_error = input.error;
     job.lease_id = null;
     job.lease_expires_at = null;
@@ -354,6 +358,7 @@ export class QueueActor {
     let status: JobStatus;
     if (input.retryable && job.retry_count < job.max_retries) {
       job.scheduled_at = now + backoffMs(job.retry_count, this.settings.retryUnitMs);
+      job.due_at = job.scheduled_at;
       job.retry_count++;
       job.status = 'scheduled';
       status = 'scheduled';
@@ -372,7 +377,7 @@ export class QueueActor {
       will_retry: status === 'scheduled',
       next_run_at: status === 'scheduled' ? job.scheduled_at : null,
       ...(status === 'deadletter' ? callbackOf(job) : {}),
-    });
+    }, false, claimedAt);
     const reply: FailReply = {
       id: job.id,
       status,
@@ -400,6 +405,7 @@ export class QueueActor {
     const job = this.jobs.get(id);
     if (!job || job.status === 'provisional') return null;
     const now = fx.now;
+    const claimedAt = job.status === 'processing' ? job.started_at : null;
     this.forget(job);
     fx.write({
       kind: 'update',
@@ -407,7 +413,7 @@ export class QueueActor {
       state: { ...this.state(job, now), status: 'cancelled', completed_at: now, lease_id: null, lease_expires_at: null },
     });
     this.finished(job, 'cancelled', fx);
-    this.publish(fx, 'job.cancelled', id, 'cancelled');
+    this.publish(fx, 'job.cancelled', id, 'cancelled', undefined, false, claimedAt);
     return () => ({ id, status: 'cancelled' });
   }
 
@@ -422,6 +428,7 @@ export class QueueActor {
       const job = this.jobs.get(id);
       if (!job || job.status !== 'pending' || !job.blocked) continue;
       job.blocked = false;
+      job.due_at = now;
       this.place(job);
       fx.write({ kind: 'update', id, state: this.state(job, now) });
       released.push(id);
@@ -490,6 +497,7 @@ export class QueueActor {
         last_error: input.last_error,
         scheduled_at: null,
         started_at: null,
+        due_at: now,
         assigned_worker_id: null,
         lease_id: null,
         lease_expires_at: null,
@@ -593,6 +601,7 @@ export class QueueActor {
       if (retry) {
         job.retry_count++;
         job.status = 'pending';
+        job.due_at = now;
         this.place(job);
         fx.write({ kind: 'update', id: job.id, state: this.state(job, now), errors: [entry] });
         promoted = true;
@@ -608,7 +617,7 @@ export class QueueActor {
         will_retry: retry,
         next_run_at: retry ? now : null,
         ...(retry ? {} : callbackOf(job)),
-      });
+      }, false, job.started_at, true);
     }
     if (promoted) this.feedWaiters(fx);
   }
@@ -643,8 +652,21 @@ export class QueueActor {
     });
   }
 
-  private publish(fx: Effects, event: JobEventName, jobId: string, status: JobStatus, data?: Record<string, unknown>, ifInserted = false): void {
-    fx.emit({ type: 'job', event, organization_id: this.organizationId, queue_name: this.name, job_id: jobId, status, at: fx.now, data, ifInserted });
+  /** `since` and `expired` feed the metrics (see DomainEvent); they are left off when there is nothing to say. */
+  private publish(
+    fx: Effects,
+    event: JobEventName,
+    jobId: string,
+    status: JobStatus,
+    data?: Record<string, unknown>,
+    ifInserted = false,
+    since: number | null = null,
+    expired = false,
+  ): void {
+    const e: DomainEvent = { type: 'job', event, organization_id: this.organizationId, queue_name: this.name, job_id: jobId, status, at: fx.now, data, ifInserted };
+    if (since !== null) e.since = since;
+    if (expired) e.expired = true;
+    fx.emit(e);
   }
 
   private writeQueue(fx: Effects, state: QueueState): void {
@@ -687,7 +709,7 @@ export class QueueActor {
       this.place(job);
       // Only from pending: a claim never takes a row that is not what this actor believes it is.
       fx.write({ kind: 'update', id: job.id, state: this.state(job, now), returning: true, onlyFrom: ['pending'] });
-      this.publish(fx, 'job.started', job.id, 'processing', { worker_id: input.worker_id, attempt: job.retry_count + 1 });
+      this.publish(fx, 'job.started', job.id, 'processing', { worker_id: input.worker_id, attempt: job.retry_count + 1 }, false, job.due_at);
       ids.push(job.id);
     }
     return ids;

@@ -1,6 +1,15 @@
 // The gRPC server (grpc-js): QueueService and WorkerService of proto/queue/v1/queue.proto on GRPC_PORT, plain
 // HTTP/2 (TLS is the hosting proxy's business, as for REST).
-import { Server, ServerCredentials, type ServiceClientConstructor } from '@grpc/grpc-js';
+import { performance } from 'node:perf_hooks';
+import {
+  Server,
+  ServerCredentials,
+  status as Status,
+  type handleUnaryCall,
+  type ServiceClientConstructor,
+  type ServiceDefinition,
+  type UntypedServiceImplementation,
+} from '@grpc/grpc-js';
 import type { GrpcContext } from './call.js';
 import { loadQueueV1 } from './proto.js';
 import { queueService } from './queue-service.js';
@@ -13,12 +22,18 @@ export class GrpcServer {
   private readonly server = new Server();
   private readonly ctx: GrpcContext;
 
-  constructor(ctx: Omit<GrpcContext, 'streams'>) {
+  constructor(ctx: Omit<GrpcContext, 'streams'>, observe?: ObserveCall) {
     this.ctx = { ...ctx, streams: new Set() };
     const v1 = loadQueueV1();
-    const def = (c: ServiceClientConstructor) => c.service;
-    this.server.addService(def(v1.QueueService), queueService(this.ctx));
-    this.server.addService(def(v1.WorkerService), workerService(this.ctx));
+    const add = (c: ServiceClientConstructor, impl: UntypedServiceImplementation) =>
+      this.server.addService(c.service, observe ? timed(c.service, impl, observe) : impl);
+    add(v1.QueueService, queueService(this.ctx));
+    add(v1.WorkerService, workerService(this.ctx));
+  }
+
+  /** Streaming calls open now (metrics). */
+  get openStreams(): number {
+    return this.ctx.streams.size;
   }
 
   /** Binds host:port (0: any free port); the bound port. */
@@ -44,4 +59,29 @@ export class GrpcServer {
       });
     });
   }
+}
+
+/** A finished unary call, for metrics: 'queue.v1.QueueService/Enqueue', 'OK', seconds. */
+export type ObserveCall = (method: string, code: string, seconds: number) => void;
+
+/** Times the unary methods of a service by method and status; streaming ones are counted open instead. */
+function timed(def: ServiceDefinition, impl: UntypedServiceImplementation, observe: ObserveCall): UntypedServiceImplementation {
+  const out: UntypedServiceImplementation = {};
+  for (const [name, fn] of Object.entries(impl)) {
+    const m = def[name];
+    if (!m || m.requestStream || m.responseStream) {
+      out[name] = fn;
+      continue;
+    }
+    const method = m.path.slice(1);
+    const unary = fn as handleUnaryCall<unknown, unknown>;
+    out[name] = ((call, callback) => {
+      const started = performance.now();
+      unary(call, (err, value, trailer, flags) => {
+        observe(method, Status[err?.code ?? Status.OK] ?? 'UNKNOWN', (performance.now() - started) / 1000);
+        callback(err, value, trailer, flags);
+      });
+    }) as handleUnaryCall<unknown, unknown>;
+  }
+  return out;
 }

@@ -72,6 +72,14 @@ interface SocketData {
 export interface HttpServerOptions extends BodyLimits {
   /** The X-Sluice-Version of every answer (package.json's version). */
   version: string;
+  /** Each answer, for metrics: the route template (never the raw path; 'unmatched' when none) and the time to it. */
+  observe?: (method: string, route: string, status: number, seconds: number) => void;
+}
+
+/** What an answer is counted under: a matched route's method and template, or OTHER / unmatched (bounded labels). */
+interface Seen {
+  method: string;
+  route: string;
 }
 
 const NO_PRINCIPAL: Principal = Object.freeze({ organizationId: '', apiKeyId: null, permissions: [], via: 'api_key' as const });
@@ -127,7 +135,9 @@ export class HttpServer {
         aborted = true;
       });
       this.inflight++;
+      const seen: Seen = { method: 'OTHER', route: 'unmatched' };
       const finish = (r: Response) => {
+        this.options.observe?.(seen.method, seen.route, r.status, (performance.now() - started) / 1000);
         this.log.debug(`${method} ${path} ${r.status}`, undefined, { request_id: id, ms: Math.round((performance.now() - started) * 10) / 10, ...(aborted ? { aborted: true } : {}) });
         if (--this.inflight === 0) this.draining?.();
         if (r.stream) return this.stream(res, r, aborted, id);
@@ -136,7 +146,7 @@ export class HttpServer {
         res.cork(() => write(res, r, id, this.options.version, this.draining !== null));
       };
       const run = (body: Buffer | null) => {
-        this.handle(method, path, query, authorization, adminKey, headers, body).then(finish, (err) => finish(this.errorResponse(err, id)));
+        this.handle(method, path, query, authorization, adminKey, headers, body, seen).then(finish, (err) => finish(this.errorResponse(err, id)));
       };
       if (method === 'GET') return run(null);
       readBody(res, (body) => (body === null ? finish(this.errorResponse(new AppError('PAYLOAD_TOO_LARGE', 'Request body too large', { limit: MAX_BODY_BYTES }), id)) : run(body)));
@@ -150,6 +160,11 @@ export class HttpServer {
         resolve(this.port);
       });
     });
+  }
+
+  /** Open streamed responses (SSE) and WebSockets, for metrics. */
+  get openStreams(): { sse: number; websocket: number } {
+    return { sse: this.streams.size, websocket: this.sockets.size };
   }
 
   /**
@@ -184,6 +199,7 @@ export class HttpServer {
     adminKey: string,
     headers: { webhookToken: string; host: string },
     raw: Buffer | null,
+    seen: Seen,
   ): Promise<Response> {
     const match = this.router.match(method, path);
     if (match === null) throw new AppError('NOT_FOUND', `No route for ${method} ${path}`);
@@ -192,6 +208,8 @@ export class HttpServer {
       return { status: err.status, body: err.toBody(), headers: { allow: match.allow.join(', ') } };
     }
     const { route, params } = match;
+    seen.method = route.method;
+    seen.route = route.path;
     const q = new URLSearchParams(query);
     assertCleanParams(q, params);
     if (route.queryCredential) authorization = queryCredential(q, authorization);

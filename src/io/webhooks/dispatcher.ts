@@ -63,6 +63,13 @@ export interface DispatcherOptions {
   concurrency: number;
   /** Tells every node that an organization's endpoints changed (their caches drop it: see forget). */
   invalidations: InvalidationChannel;
+  /** Closed deliveries and auto-disabled endpoints, for metrics. */
+  observe?: DeliveryObserver;
+}
+
+export interface DeliveryObserver {
+  onDelivery(kind: NewDelivery['kind'], ok: boolean): void;
+  onEndpointDisabled(): void;
 }
 
 interface Target {
@@ -231,6 +238,7 @@ export class WebhookDispatcher {
         { ok: false, attempts: p.attempts, responseStatus: null, error: 'the endpoint is gone or disabled', at: new Date(this.o.clock.now()), counts: false },
         DISABLE_AFTER,
       );
+      this.o.observe?.onDelivery(p.kind, false);
       return;
     }
     await this.deliver(d, p.attempts, target, p.kind === 'test' ? 1 : MAX_ATTEMPTS);
@@ -285,7 +293,9 @@ export class WebhookDispatcher {
       { ok: last.ok, attempts: attempt, responseStatus: last.status, error: last.error, at: new Date(this.o.clock.now()), counts: d.kind === 'webhook' },
       DISABLE_AFTER,
     );
+    this.o.observe?.onDelivery(d.kind, last.ok);
     if (disabled) {
+      this.o.observe?.onEndpointDisabled();
       this.invalidate(d.organizationId);
       this.o.onAutoDisabled(d.organizationId);
       this.o.log.warn(`webhooks: an endpoint of organization ${d.organizationId} was disabled after ${DISABLE_AFTER} failed deliveries`);

@@ -19,7 +19,7 @@ export async function loadQueue(
     ),
     store.query(
       `SELECT id, status, priority, retry_count, max_retries, timeout_seconds, last_error, scheduled_at, started_at,
-              assigned_worker_id, lease_id, lease_expires_at, idempotency_key, completion_webhook IS NOT NULL AS callback,
+              created_at, assigned_worker_id, lease_id, lease_expires_at, idempotency_key, completion_webhook IS NOT NULL AS callback,
               workflow_id, dependencies_met
          FROM jobs
         WHERE organization_id = $1 AND queue_name = $2 AND status IN ('pending', 'scheduled', 'processing')`,
@@ -36,6 +36,8 @@ export async function loadQueue(
     last_error: r.last_error as string | null,
     scheduled_at: ms(r.scheduled_at),
     started_at: ms(r.started_at),
+    // The due time is not stored: a scheduled or retried job fell due at scheduled_at, a new one when created.
+    due_at: ms(r.scheduled_at) ?? ms(r.created_at)!,
     assigned_worker_id: r.assigned_worker_id as string | null,
     lease_id: r.lease_id as string | null,
     lease_expires_at: ms(r.lease_expires_at),

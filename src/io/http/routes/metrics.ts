@@ -1,10 +1,13 @@
 // GET /metrics: the Prometheus text format. Open unless METRICS_TOKEN is set; then it needs
 // `Authorization: Bearer <METRICS_TOKEN>` (compared in constant time). API keys do not open it: metrics are the
-// operator's, not a tenant's.
+// operator's, not a tenant's, and name no organization, queue, job or worker.
+//
+// GET /api/v1/metrics: a tenant's own view, per queue (the queue label is allowed there), authenticated and
+// rate-limited like any API route.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Type from 'typebox';
 import { AppError } from '../../../errors.js';
-import type { Metrics } from '../../../runtime/metrics.js';
+import { MAX_REPORTED_QUEUES, type Metrics } from '../../../runtime/metrics.js';
 import type { Route } from '../router.js';
 import type { Services } from './services.js';
 
@@ -29,6 +32,25 @@ export function metricsRoutes(s: Services, metrics: Metrics): Route[] {
         summary: 'Prometheus metrics (open unless METRICS_TOKEN is set)',
         responses: { 200: { description: 'Prometheus text exposition format', mediaType: 'text/plain', schema: Type.String() } },
         security: ['none', 'metricsToken'],
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/metrics',
+      permission: 'queues:read',
+      handler: async (req) => ({
+        status: 200,
+        body: await metrics.renderOrganization(req.principal.organizationId),
+        headers: { 'content-type': metrics.contentType },
+      }),
+      doc: {
+        operationId: 'getOrganizationMetrics',
+        summary: "The organization's queue metrics in the Prometheus text format",
+        description:
+          `Per queue (label \`queue\`): sluice_jobs{state} (pending, blocked, scheduled, processing, deadletter), ` +
+          `sluice_oldest_pending_job_age_seconds and sluice_queue_paused; sluice_queues counts all the queues. At most ` +
+          `${MAX_REPORTED_QUEUES} queues are reported, those with the most unfinished jobs first.`,
+        responses: { 200: { description: 'Prometheus text exposition format', mediaType: 'text/plain', schema: Type.String() } },
       },
     },
   ];
