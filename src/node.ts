@@ -56,6 +56,7 @@ import { spawnWorker } from './runtime/spawn.js';
 import { workerRoutes } from './io/http/routes/workers.js';
 import { incomingWebhookRoutes } from './io/http/routes/incoming-webhooks.js';
 import { WorkerReaper } from './app/worker-reaper.js';
+import { Periodic } from './app/periodic.js';
 import { WorkflowCoordinator } from './runtime/workflows.js';
 import { workflowRoutes } from './io/http/routes/workflows.js';
 import { uiRoutes } from './io/http/routes/ui.js';
@@ -168,6 +169,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let stats: QueueStatsFeed | null = null;
   let scheduler: Scheduler | null = null;
   let reaper: WorkerReaper | null = null;
+  let orphans: Periodic<number> | null = null;
   let webhooks: WebhookDispatcher | null = null;
   let workflows: WorkflowCoordinator | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
@@ -218,6 +220,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       concurrency: config.webhookConcurrency,
       invalidations: channel,
       observe: metrics,
+      nodeId: c.nodeId,
+      aliveMs: config.clusterLeaseMs,
     }));
     const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel, deliveries };
     const app = createApp(ctx);
@@ -294,10 +298,21 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       undefined,
       { address: config.host, http_port: port, grpc_port: grpcPort, version: VERSION },
     );
-    retention.start();
     calls.start();
     const r = (reaper = new WorkerReaper({ store, clock, quotas, events, log, staleSeconds: config.workerStaleSeconds }));
-    r.start();
+    // Deliveries whose node is gone are taken over by the leader: at once when it takes the lead, then as
+    // often as a node can be found gone.
+    const adoption = (orphans = new Periodic({ name: 'webhook delivery adoption', intervalMs: config.clusterLeaseMs, run: () => wh.adopt(), log }));
+    // The cluster-wide tasks run on the one node that holds the leader lease (every node alone leads itself).
+    const lead = (on: boolean) => {
+      for (const task of [retention, r, adoption]) {
+        if (on) task.start();
+        else task.pause();
+      }
+      if (on) void adoption.runOnce().catch((err) => log.error('could not adopt the deliveries of nodes that are gone', err));
+    };
+    c.onLeader(lead);
+    if (c.leader) lead(true);
     webhooks.start();
     flows.start();
     const p = pool;
@@ -321,11 +336,12 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         (stopped ??= (async () => {
           await h.close(SHUTDOWN_GRACE_MS); // ends open streams and WebSockets at once, answers what is in flight
           await g.stop();
-          await wh.stop(); // deliveries cut short stay pending: the next boot resumes them
+          await wh.stop(); // deliveries cut short stay pending: the leader adopts them
           streams.stop();
           queueStats.stop();
           await sched.stop();
           await retention.stop();
+          await adoption.stop();
           await r.stop();
           await flows.stop();
           await calls.stop();
@@ -346,6 +362,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     await webhooks?.stop();
     await retention.stop();
     await reaper?.stop();
+    await orphans?.stop();
     await workflows?.stop().catch(() => {});
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});

@@ -1,6 +1,7 @@
 // One background task run again and again: every `intervalMs` of real time, or, under a ManualClock, after
 // every advance of the clock (a test that advances the clock sees the pass done when advance() returns).
-// Passes never overlap; `runOnce` runs one after any pass in progress (tests choose their moment); `stop`
+// Passes never overlap; `runOnce` runs one after any pass in progress (tests choose their moment); `pause`
+// stops the passes until the next `start` (a cluster-wide task on a node that lost the lead); `stop` ends it and
 // waits for the pass in progress. A failed pass is logged and the next one retries.
 import type { Clock, ManualClock } from '../clock.js';
 import type { Log } from '../log.js';
@@ -39,6 +40,14 @@ export class Periodic<T> {
     this.timer = setInterval(pass, this.o.intervalMs);
     // A background pass must not keep a stopping process alive.
     this.timer.unref();
+  }
+
+  /** Stops running on its own (this node no longer leads), without ending: start() resumes it. */
+  pause(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.unlisten?.();
+    this.unlisten = null;
   }
 
   /** One pass after any pass in progress. */

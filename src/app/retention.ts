@@ -56,6 +56,11 @@ export class RetentionSweeper {
     this.periodic.start();
   }
 
+  /** Stops sweeping on its own until start() (this node no longer runs the cluster-wide tasks). */
+  pause(): void {
+    this.periodic.pause();
+  }
+
   /** Stops the timer and waits for a sweep in progress, which ends after its current statement. */
   stop(): Promise<void> {
     return this.periodic.stop();

@@ -38,6 +38,11 @@ export class WorkerReaper {
     this.periodic.start();
   }
 
+  /** Stops sweeping on its own until start() (this node no longer runs the cluster-wide tasks). */
+  pause(): void {
+    this.periodic.pause();
+  }
+
   /** Stops the passes and waits for the one in progress, which ends after its current statement. */
   stop(): Promise<void> {
     return this.periodic.stop();

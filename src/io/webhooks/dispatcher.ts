@@ -8,8 +8,10 @@
 //   marks them `callback: true`) → one 'callback' delivery to the job's completion_webhook, signed with its
 //   completion_webhook_secret when it has one, same attempts.
 //
-// At boot the deliveries left pending are resumed from the attempt after the last recorded. At stop, waits
-// and requests in flight are cut short and their deliveries stay pending for the next boot. The retry waits are
+// Every delivery row names the node sending it. Deliveries whose node is gone (stopped between attempts,
+// killed) are adopted by the node that runs the cluster-wide tasks (`adopt`, at once when it takes the lead,
+// then every minute) and resumed from the attempt after the last recorded: each is sent by one node at a time.
+// At stop, waits and requests in flight are cut short and their deliveries stay pending for another node. The retry waits are
 // real time (WEBHOOK_RETRY_UNIT_MS), like the HTTP timeouts; timestamps come from the node's clock.
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../../clock.js';
@@ -20,7 +22,7 @@ import { getJob } from '../db/sql/getJob.js';
 import { insertDelivery, type NewDelivery } from '../db/sql/insertDelivery.js';
 import { enabledWebhooks } from '../db/sql/enabledWebhooks.js';
 import { getOutgoingWebhook, type OutgoingWebhookRow } from '../db/sql/getOutgoingWebhook.js';
-import { pendingDeliveries, type PendingDelivery } from '../db/sql/pendingDeliveries.js';
+import { adoptDeliveries, type PendingDelivery } from '../db/sql/adoptDeliveries.js';
 import { recordDeliveryAttempt } from '../db/sql/recordDeliveryAttempt.js';
 import type { Store } from '../db/store.js';
 import type { InvalidationChannel } from '../db/invalidations.js';
@@ -65,6 +67,10 @@ export interface DispatcherOptions {
   invalidations: InvalidationChannel;
   /** Closed deliveries and auto-disabled endpoints, for metrics. */
   observe?: DeliveryObserver;
+  /** This node's id: the deliveries it sends carry it. */
+  nodeId: string;
+  /** How long a node counts as alive since its last heartbeat (its deliveries are not adopted meanwhile). */
+  aliveMs: number;
 }
 
 export interface DeliveryObserver {
@@ -102,7 +108,15 @@ export class WebhookDispatcher {
 
   start(): void {
     this.unsubscribe = this.o.events.subscribe(null, (e) => this.track(this.onEvent(e)), (org, event, data) => this.wants(org, event, data));
-    this.track(this.resume());
+  }
+
+  /** Takes over the deliveries of nodes that are gone and resumes them; how many it took. */
+  async adopt(): Promise<number> {
+    if (this.stopping) return 0;
+    const pending = await adoptDeliveries(this.o.store, this.o.nodeId, this.o.aliveMs, 10_000);
+    if (pending.length > 0) this.o.log.info(`webhooks: resuming ${pending.length} deliveries left pending by nodes that are gone`);
+    for (const p of pending) this.track(this.resumeOne(p));
+    return pending.length;
   }
 
   /** Cuts waits and requests short (their deliveries stay pending) and waits for every task to end. */
@@ -214,13 +228,7 @@ export class WebhookDispatcher {
     await this.deliver(d, 0, { url: job.completion_webhook, secret: job.completion_webhook_secret ?? null });
   }
 
-  /** Deliveries a stopped node left pending, read again with their current target. */
-  private async resume(): Promise<void> {
-    const pending = await pendingDeliveries(this.o.store, 10_000);
-    if (pending.length > 0) this.o.log.info(`webhooks: resuming ${pending.length} pending deliveries`);
-    await Promise.all(pending.map((p) => this.resumeOne(p)));
-  }
-
+  /** A delivery another node left pending, read again with its current target. */
   private async resumeOne(p: PendingDelivery): Promise<void> {
     let target: Target | null = null;
     if (p.webhook_id !== null) {
@@ -254,7 +262,7 @@ export class WebhookDispatcher {
     body: string,
     at: number,
   ): NewDelivery {
-    return { id: randomUUID(), organizationId, kind, webhookId, jobId, eventId, event, body, at: new Date(at) };
+    return { id: randomUUID(), organizationId, kind, webhookId, jobId, eventId, event, body, at: new Date(at), nodeId: this.o.nodeId };
   }
 
   /** Attempts `done + 1` … `maxAttempts`, then closes the delivery. */
