@@ -49,6 +49,7 @@ import { metricsRoutes } from './io/http/routes/metrics.js';
 import { Metrics } from './runtime/metrics.js';
 import { eventRoutes, eventSocket } from './io/http/routes/events.js';
 import { StreamHub } from './io/events/hub.js';
+import { EventFanOut } from './io/events/fan-out.js';
 import { QueueStatsFeed } from './io/events/queue-stats.js';
 import { RetentionSweeper } from './app/retention.js';
 import { Scheduler } from './runtime/scheduler.js';
@@ -231,6 +232,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const flows = (workflows = new WorkflowCoordinator({ pool, store, quotas, events, places: services.places, clock, log }));
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const streams = (hub = new StreamHub(events, clock, auth, config.streamsPerOrg));
+    // Subscribers on every node hear the events of every node; stream caps count every node's streams.
+    new EventFanOut(c, events, streams).start();
     const queueStats = (stats = new QueueStatsFeed(app.jobs, events, clock, streams, log));
     const router = new Router().add(
       ...healthRoutes(services),

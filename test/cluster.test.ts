@@ -19,6 +19,32 @@ async function owners(n: TestNode): Promise<Map<string, number>> {
   return new Map(rows.map((r) => [r.owner, r.n]));
 }
 
+/** An SSE reader: the envelopes received so far. */
+async function openSse(url: string, key: string): Promise<{ received: Array<{ id: string; event: string; data: Record<string, unknown> }>; close(): void }> {
+  const ac = new AbortController();
+  const res = await fetch(url, { headers: { authorization: `Bearer ${key}` }, signal: ac.signal });
+  assert.equal(res.status, 200);
+  const received: Array<{ id: string; event: string; data: Record<string, unknown> }> = [];
+  void (async () => {
+    const decoder = new TextDecoder();
+    let buf = '';
+    try {
+      for await (const chunk of res.body!) {
+        buf += decoder.decode(chunk, { stream: true });
+        let i: number;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const data = buf.slice(0, i).split('\n').find((l) => l.startsWith('data: '));
+          buf = buf.slice(i + 2);
+          if (data) received.push(JSON.parse(data.slice(6)));
+        }
+      }
+    } catch {
+      // closed
+    }
+  })();
+  return { received, close: () => ac.abort() };
+}
+
 async function until(what: string, check: () => Promise<boolean>, ms = 15_000): Promise<void> {
   const end = Date.now() + ms;
   while (!(await check())) {
@@ -36,7 +62,7 @@ describe('two nodes on one database', { skip }, () => {
 
   before(async () => {
     store = await freshStore();
-    a = await startTestNode({ store, env: CLUSTER_ENV });
+    a = await startTestNode({ store, env: { ...CLUSTER_ENV, STREAMS_PER_ORG: '3' } });
     b = await startNode({ config: loadConfig(a.env) });
     onA = a.api;
     onB = new Api(b.url, a.api.key);
@@ -81,6 +107,37 @@ describe('two nodes on one database', { skip }, () => {
     assert.equal(results.filter((r) => r.status === 201).length, limit);
     assert.deepEqual([...new Set(results.filter((r) => r.status !== 201).map((r) => r.body.code))], ['QUOTA_EXCEEDED']);
     for (const api of [onA, onB]) assert.equal((await api.as(key).get('/api/v1/organizations/usage')).body.usage.queues.current, limit);
+  });
+
+  test('an SSE subscriber on one node hears every event caused on the other, once', async () => {
+    const events = await openSse(`${b.url}/api/v1/events`, onA.key);
+    try {
+      await sleep(300); // B announces its subscriber to A (at once; a round at most)
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) ids.push((await onA.enqueue({ queue_name: `heard-${i % 7}`, payload: { i } })).id);
+      await until('20 job.created heard on B', async () => events.received.filter((e) => e.event === 'job.created').length >= 20);
+      await sleep(300);
+      const created = events.received.filter((e) => e.event === 'job.created').map((e) => e.data.job_id as string);
+      assert.deepEqual(created.sort(), [...ids].sort(), 'each event once');
+      assert.equal(new Set(events.received.map((e) => e.id)).size, events.received.length);
+    } finally {
+      events.close();
+    }
+  });
+
+  test('the stream cap of an organization counts the streams of every node', async () => {
+    const open = [await openSse(`${a.node.url}/api/v1/events`, onA.key), await openSse(`${a.node.url}/api/v1/events`, onA.key), await openSse(`${b.url}/api/v1/events`, onA.key)];
+    try {
+      await until('B refuses a fourth stream', async () => (await fetch(`${b.url}/api/v1/events`, { headers: { authorization: `Bearer ${onA.key}` } }).then(async (r) => {
+        if (r.status === 200) await r.body?.cancel();
+        return r.status;
+      })) === 429);
+      const r = await fetch(`${a.node.url}/api/v1/events`, { headers: { authorization: `Bearer ${onA.key}` } });
+      assert.equal(r.status, 429);
+      assert.equal(((await r.json()) as { code: string }).code, 'TOO_MANY_STREAMS');
+    } finally {
+      for (const s of open) s.close();
+    }
   });
 
   test('two nodes racing for one queue, 16 claim loops each over 5,000 jobs: every job is claimed exactly once', { timeout: 120_000 }, async () => {

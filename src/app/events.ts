@@ -4,7 +4,13 @@
 // change they describe is committed.
 //
 // Subscribers are kept per organization, so fan-out costs nothing for organizations nobody watches; a
-// subscriber for all organizations (the webhook dispatcher) sees everything.
+// subscriber for all organizations (the webhook dispatcher) sees everything that happens on this node.
+//
+// Many nodes: an event is published on the node where its change was committed. Subscribers of one
+// organization (streams) must see it whichever node they are on, so the bus hands an event to `remote` when
+// another node has such subscribers (`connect`), and delivers the events other nodes send (`fromPeer`) to its
+// own subscribers of that organization only. Subscribers of every organization act on an event (webhook
+// deliveries) and hear only this node's: each event is acted on once in the cluster.
 import type { DomainEvent } from '../actors/records.js';
 import { JobIds } from '../actors/ids.js';
 import type { Clock } from '../clock.js';
@@ -22,10 +28,18 @@ export type EventListener = (e: SluiceEvent) => void;
 /** Asked before an event is built for a listener of every organization: false skips it for that listener. */
 export type EventInterest = (organizationId: string, event: string, data: Record<string, unknown>) => boolean;
 
+/** Where events go for subscribers on other nodes: `wants` says whether any has one for the organization. */
+export interface RemoteSubscribers {
+  wants(organizationId: string): boolean;
+  send(e: SluiceEvent): void;
+}
+
 export class EventBus {
   private readonly byOrg = new Map<string, Set<EventListener>>();
   private readonly everyOrg = new Map<EventListener, EventInterest | null>();
   private readonly ids = new JobIds();
+  private remote: RemoteSubscribers | null = null;
+  private readonly interestListeners: Array<(organizationId: string, listening: boolean) => void> = [];
 
   constructor(
     private readonly clock: Clock,
@@ -42,12 +56,35 @@ export class EventBus {
       return () => this.everyOrg.delete(fn);
     }
     let set = this.byOrg.get(organizationId);
-    if (!set) this.byOrg.set(organizationId, (set = new Set()));
+    if (!set) {
+      this.byOrg.set(organizationId, (set = new Set()));
+      for (const l of this.interestListeners) l(organizationId, true);
+    }
     set.add(fn);
     return () => {
       set.delete(fn);
-      if (set.size === 0 && this.byOrg.get(organizationId) === set) this.byOrg.delete(organizationId);
+      if (set.size === 0 && this.byOrg.get(organizationId) === set) {
+        this.byOrg.delete(organizationId);
+        for (const l of this.interestListeners) l(organizationId, false);
+      }
     };
+  }
+
+  /** Sends events to the subscribers of other nodes from now on. */
+  connect(remote: RemoteSubscribers): void {
+    this.remote = remote;
+  }
+
+  /** The organizations this node has subscribers of, and a call whenever one starts or stops having any. */
+  interests(onChange: (organizationId: string, listening: boolean) => void): string[] {
+    this.interestListeners.push(onChange);
+    return [...this.byOrg.keys()];
+  }
+
+  /** An event published on another node: for this node's subscribers of its organization, nobody else. */
+  fromPeer(e: SluiceEvent): void {
+    const set = this.byOrg.get(e.organization_id);
+    if (set) for (const fn of set) this.deliver(fn, e);
   }
 
   /** How many listen to this organization's events in particular (not counting those of every organization). */
@@ -59,10 +96,12 @@ export class EventBus {
     const set = this.byOrg.get(organizationId);
     let every: EventListener[] | null = null;
     for (const [fn, wants] of this.everyOrg) if (wants === null || wants(organizationId, event, data)) (every ??= []).push(fn);
-    if (every === null && set === undefined) return;
+    const elsewhere = this.remote !== null && this.remote.wants(organizationId);
+    if (every === null && set === undefined && !elsewhere) return;
     const e: SluiceEvent = { id: this.ids.next(at), event, created_at: new Date(at).toISOString(), organization_id: organizationId, data };
     if (every) for (const fn of every) this.deliver(fn, e);
     if (set) for (const fn of set) this.deliver(fn, e);
+    if (elsewhere) this.remote!.send(e);
   }
 
   /** The actor threads' committed events, in the public envelope. */

@@ -1,7 +1,8 @@
 // The open real-time streams of this node (SSE responses and WebSockets alike): at most `perOrg` per
-// organization, each listening to its own organization's events on the EventBus, and each ended when its
-// credential is revoked on this node (a revoked key ends its own streams and those of JWTs issued from it;
-// logout ends the streams of the logged-out tokens). Releasing a stream removes its bus listeners.
+// organization across the cluster (this node's streams plus those the other nodes report: fan-out.ts), each
+// listening to its own organization's events on the EventBus, and each ended when its credential is revoked (a
+// revoked key ends its own streams and those of JWTs issued from it; logout ends the streams of the logged-out
+// tokens). Releasing a stream removes its bus listeners.
 import { JobIds } from '../../actors/ids.js';
 import type { Clock } from '../../clock.js';
 import { AppError } from '../../errors.js';
@@ -64,6 +65,9 @@ export class Stream {
 
 export class StreamHub {
   private readonly byOrg = new Map<string, Set<Stream>>();
+  /** Open streams per organization on each other node, as they last reported them. */
+  private readonly elsewhere = new Map<string, Map<string, number>>();
+  private readonly countListeners: Array<(organizationId: string) => void> = [];
   private readonly ids = new JobIds();
   private readonly stopRevocations: () => void;
 
@@ -80,16 +84,48 @@ export class StreamHub {
   open(principal: Principal): Stream {
     const org = principal.organizationId;
     let set = this.byOrg.get(org);
-    if ((set?.size ?? 0) >= this.perOrg) {
+    if ((set?.size ?? 0) + this.remote(org) >= this.perOrg) {
       throw new AppError('TOO_MANY_STREAMS', `At most ${this.perOrg} streams may be open at once`, { limit: this.perOrg });
     }
     if (!set) this.byOrg.set(org, (set = new Set()));
     const stream = new Stream(principal, this.events, (s) => {
       set.delete(s);
       if (set.size === 0 && this.byOrg.get(org) === set) this.byOrg.delete(org);
+      this.counted(org);
     });
     set.add(stream);
+    this.counted(org);
     return stream;
+  }
+
+  /** This node's open streams per organization (what it reports to the others). */
+  counts(): Array<[organizationId: string, streams: number]> {
+    return [...this.byOrg].map(([org, set]) => [org, set.size]);
+  }
+
+  /** Calls `fn` when this node's count of an organization's streams changes. */
+  onCount(fn: (organizationId: string) => void): void {
+    this.countListeners.push(fn);
+  }
+
+  /** What another node reported of its streams (all of them: an organization it leaves out has none there). */
+  setElsewhere(node: string, counts: Array<[string, number]>): void {
+    this.elsewhere.set(node, new Map(counts));
+  }
+
+  /** Forgets the reports of nodes that are gone. */
+  keepElsewhere(live: Set<string>): void {
+    for (const node of [...this.elsewhere.keys()]) if (!live.has(node)) this.elsewhere.delete(node);
+  }
+
+  private remote(org: string): number {
+    let n = 0;
+    for (const counts of this.elsewhere.values()) n += counts.get(org) ?? 0;
+    return n;
+  }
+
+  private counted(org: string): void {
+    for (const fn of this.countListeners) fn(org);
   }
 
   /** Open streams of an organization on this node. */

@@ -27,6 +27,7 @@ export interface ClusterOptions {
 export class Cluster {
   readonly nodeId = randomUUID();
   private readonly leaderListeners: Array<(leader: boolean) => void> = [];
+  private readonly roundListeners: Array<() => void> = [];
   private peers: Peers | null = null;
   private membership: Membership | null = null;
 
@@ -65,6 +66,9 @@ export class Cluster {
           for (const fn of this.leaderListeners) fn(leader);
         },
         moved: () => this.announce(),
+        round: () => {
+          for (const fn of this.roundListeners) fn();
+        },
       },
     ));
     const forwarding = new Forwarding<Routed>({
@@ -87,12 +91,30 @@ export class Cluster {
     await this.peers?.close();
   }
 
+  /** Calls `fn` after every membership round (about every CLUSTER_LEASE_MS / 4). */
+  onRound(fn: () => void): void {
+    this.roundListeners.push(fn);
+  }
+
+  /** The other live nodes that can be reached (none for a node alone). */
+  others(): Array<{ id: string; address: string }> {
+    if (!this.peers || !this.membership) return [];
+    return this.membership.liveNodes().flatMap((n) => (n.id !== this.nodeId && n.address !== null ? [{ id: n.id, address: n.address }] : []));
+  }
+
+  /** What this node does when another casts `method` to it (a node alone receives nothing). */
+  handle(method: string, fn: (payload: unknown, from: string) => void): void {
+    this.peers?.handle(method, fn);
+  }
+
+  /** Sends `method` to one other node, without waiting; lost if it cannot be reached. */
+  cast(node: { id: string; address: string }, method: string, payload: unknown): void {
+    this.peers?.cast(node.id, node.address, method, payload);
+  }
+
   /** Tells the other live nodes to read the map of owners now. */
   private announce(): void {
-    if (!this.peers || !this.membership) return;
-    for (const n of this.membership.liveNodes()) {
-      if (n.id !== this.nodeId && n.address !== null) this.peers.cast(n.id, n.address, MOVED, null);
-    }
+    for (const n of this.others()) this.cast(n, MOVED, null);
   }
 }
 

@@ -55,6 +55,8 @@ export interface MembershipHandlers {
   changed?(): void;
   /** This node gained or handed over shards: the other nodes should read the map now rather than at their next round. */
   moved?(): void;
+  /** A round ended (every ttlMs / 4): for what is refreshed at that pace (the events gossip). */
+  round?(): void;
 }
 
 export interface NodeInfo {
@@ -190,6 +192,7 @@ export class Membership {
     await this.readMap();
     await this.rebalance();
     await this.claimLeader();
+    this.h.round?.();
   }
 
   private async readMap(): Promise<void> {
