@@ -39,7 +39,7 @@ import { bootstrap } from './runtime/bootstrap.js';
 import { loadJwtSecret } from './runtime/jwt-secret.js';
 import { JobPlaces } from './runtime/job-places.js';
 import { Quotas } from './app/quotas.js';
-import { createApp } from './app/app.js';
+import { createApp, type App } from './app/app.js';
 import type { AppContext } from './app/context.js';
 import { EventBus } from './app/events.js';
 import { ApiCalls } from './runtime/api-calls.js';
@@ -52,13 +52,12 @@ import { StreamHub } from './io/events/hub.js';
 import { EventFanOut } from './io/events/fan-out.js';
 import { QueueStatsFeed } from './io/events/queue-stats.js';
 import { RetentionSweeper } from './app/retention.js';
-import { Scheduler } from './runtime/scheduler.js';
+import type { Workflows } from './app/workflows.js';
 import { spawnWorker } from './runtime/spawn.js';
 import { workerRoutes } from './io/http/routes/workers.js';
 import { incomingWebhookRoutes } from './io/http/routes/incoming-webhooks.js';
 import { WorkerReaper } from './app/worker-reaper.js';
 import { Periodic } from './app/periodic.js';
-import { WorkflowCoordinator } from './runtime/workflows.js';
 import { workflowRoutes } from './io/http/routes/workflows.js';
 import { uiRoutes } from './io/http/routes/ui.js';
 import { GrpcServer } from './io/grpc/server.js';
@@ -89,7 +88,7 @@ export interface SluiceNode {
   /** Outgoing webhook and completion callback deliveries (tests prune its history at a moment they choose). */
   readonly webhooks: WebhookDispatcher;
   /** Workflow coordination (tests wait on it and reconcile at moments they choose). */
-  readonly workflows: WorkflowCoordinator;
+  readonly workflows: Workflows;
   /** The key created on first boot, when this boot created it. */
   readonly bootstrapKey: string | null;
   stop(): Promise<void>;
@@ -168,11 +167,10 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   const channel: InvalidationChannel = config.databaseUrl ? new PgInvalidations(config.databaseUrl, store, log) : new LocalInvalidations();
   let hub: StreamHub | null = null;
   let stats: QueueStatsFeed | null = null;
-  let scheduler: Scheduler | null = null;
   let reaper: WorkerReaper | null = null;
   let orphans: Periodic<number> | null = null;
   let webhooks: WebhookDispatcher | null = null;
-  let workflows: WorkflowCoordinator | null = null;
+  let built: App | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
@@ -225,11 +223,9 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       aliveMs: config.clusterLeaseMs,
     }));
     const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel, deliveries };
-    const app = createApp(ctx);
+    const app = (built = createApp(ctx));
     const services: Services = { ...ctx, auth, mailer, app };
-    const sched = (scheduler = new Scheduler({ deps: { store, quotas, jobs: app.jobs }, clock, events, log }));
-    await sched.start();
-    const flows = (workflows = new WorkflowCoordinator({ pool, store, quotas, events, places: services.places, clock, log }));
+    await app.scheduler.start();
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const streams = (hub = new StreamHub(events, clock, auth, config.streamsPerOrg));
     // Subscribers on every node hear the events of every node; stream caps count every node's streams.
@@ -248,11 +244,11 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...organizationRoutes(services),
       ...metricsRoutes(services, metrics),
       ...eventRoutes(app, { hub: streams, stats: queueStats }),
-      ...scheduleRoutes(services, { scheduler: sched }),
+      ...scheduleRoutes(app),
       ...workerRoutes(app),
       ...incomingWebhookRoutes(app),
       ...outgoingWebhookRoutes(app),
-      ...workflowRoutes(services, flows),
+      ...workflowRoutes(app),
       ...uiRoutes(),
     );
     let openapi: Record<string, unknown> | null = null;
@@ -317,7 +313,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     c.onLeader(lead);
     if (c.leader) lead(true);
     webhooks.start();
-    flows.start();
+    app.workflows.start();
     const p = pool;
     const wh = webhooks;
     const h = http;
@@ -333,7 +329,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       events,
       streams,
       webhooks: wh,
-      workflows: flows,
+      workflows: app.workflows,
       bootstrapKey,
       stop: () =>
         (stopped ??= (async () => {
@@ -342,11 +338,11 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
           await wh.stop(); // deliveries cut short stay pending: the leader adopts them
           streams.stop();
           queueStats.stop();
-          await sched.stop();
+          await app.scheduler.stop();
           await retention.stop();
           await adoption.stop();
           await r.stop();
-          await flows.stop();
+          await app.workflows.stop();
           await calls.stop();
           await m.close();
           quotas.stop(); // unused admission credit goes back before the actor threads drain
@@ -361,12 +357,12 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     await grpc?.stop();
     hub?.stop();
     stats?.stop();
-    await scheduler?.stop();
+    await built?.scheduler.stop();
     await webhooks?.stop();
     await retention.stop();
     await reaper?.stop();
     await orphans?.stop();
-    await workflows?.stop().catch(() => {});
+    await built?.workflows.stop().catch(() => {});
     await apiCalls?.stop().catch(() => {});
     await mailer?.close().catch(() => {});
     await cluster?.stop().catch(() => {});

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
-import { CREATING_GRACE_MS } from '../src/runtime/workflows.js';
+import { CREATING_GRACE_MS } from '../src/app/workflows.js';
 import { startNode } from '../src/node.js';
 import { Api, freshStore, startTestNode, type TestNode } from './helpers.js';
 import { assertError, assertInvalid, insertKey, nextLink, QUOTA_EXTRAS } from './http-assert.js';

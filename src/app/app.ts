@@ -5,8 +5,11 @@ import { DeadLetters } from './dlq.js';
 import { IncomingWebhooks } from './incoming-webhooks.js';
 import { Jobs } from './jobs.js';
 import { Queues } from './queues.js';
+import { Scheduler } from './scheduler.js';
+import { Schedules } from './schedules.js';
 import { Webhooks } from './webhooks.js';
 import { Workers } from './workers.js';
+import { Workflows } from './workflows.js';
 
 export interface App {
   ctx: AppContext;
@@ -16,10 +19,16 @@ export interface App {
   workers: Workers;
   incomingWebhooks: IncomingWebhooks;
   webhooks: Webhooks;
+  schedules: Schedules;
+  /** Fires the schedules (the node starts and stops it). */
+  scheduler: Scheduler;
+  /** Workflow operations and their coordination (the node starts and stops its reconciliation). */
+  workflows: Workflows;
 }
 
 export function createApp(ctx: AppContext): App {
   const jobs = new Jobs(ctx);
+  const scheduler = new Scheduler(ctx, jobs);
   return {
     ctx,
     jobs,
@@ -28,5 +37,8 @@ export function createApp(ctx: AppContext): App {
     workers: new Workers(ctx),
     incomingWebhooks: new IncomingWebhooks(ctx, jobs),
     webhooks: new Webhooks(ctx),
+    schedules: new Schedules(ctx, scheduler),
+    scheduler,
+    workflows: new Workflows(ctx, jobs),
   };
 }

@@ -61,7 +61,7 @@ export class DeadLetters {
     // Workflow jobs are retried with their workflow (see workflowJob in jobs.ts).
     const inWorkflows = rows.filter((r) => r.workflow_id);
     for (const r of rows) if (!r.workflow_id) byQueue.set(r.queue_name, [...(byQueue.get(r.queue_name) ?? []), r]);
-    const outcomes = (await Promise.all([...byQueue].map(([queue, jobs]) => this.jobs.revive(org, queue, jobs, ['deadletter'])))).flat();
+    const outcomes = (await Promise.all([...byQueue.values()].map((jobs) => this.jobs.revive(org, jobs, ['deadletter'])))).flat();
     const retried = outcomes.filter((o) => o.revived).map((o) => o.id);
     const failed = [
       ...outcomes.flatMap((o) => (o.revived ? [] : [{ id: o.id, error: o.reason }])),

@@ -14,7 +14,7 @@
 //   get / list / statuses / stats     reads, straight from the store: every state an actor reported is
 //               committed before its reply, so the store is never behind an answer given
 import Type, { type Static } from 'typebox';
-import type { ClaimReply, EnqueueInput, ReviveOutcome } from '../actors/queue/queue-actor.js';
+import type { ClaimReply, EnqueueInput, ReviveInput, ReviveOutcome } from '../actors/queue/queue-actor.js';
 import type { JobStatus } from '../actors/records.js';
 import { AppError, notFound, validationError } from '../errors.js';
 import { getJob } from '../io/db/sql/getJob.js';
@@ -22,7 +22,7 @@ import { getJobByKey } from '../io/db/sql/getJobByKey.js';
 import { jobStats, type StatusCounts } from '../io/db/sql/jobStats.js';
 import { jobStatuses, type JobStatusRow } from '../io/db/sql/jobStatuses.js';
 import { listJobs, type JobFilter, type JobKey } from '../io/db/sql/listJobs.js';
-import { terminalJobs, type TerminalJob } from '../io/db/sql/terminalJobs.js';
+import { terminalJobs } from '../io/db/sql/terminalJobs.js';
 import type { Row } from '../io/db/store.js';
 import { validator, type Valid } from '../io/validate.js';
 import { policyOf, urlProblem, type UrlPolicy } from '../io/webhooks/ssrf.js';
@@ -108,6 +108,9 @@ export interface BulkOutcome {
   success_count: number;
   failure_count: number;
 }
+
+/** A terminal job to revive, with the queue whose actor holds it once live. */
+export type Revival = ReviveInput & { queue_name: string };
 
 /** A job definition compiled for the queue actor, with its payload size (the quota's payload cap). */
 export interface CompiledJob {
@@ -275,36 +278,42 @@ export class Jobs {
     const [row] = await terminalJobs(this.c.store, org, { ids: [id], statuses: ['deadletter', 'cancelled'] });
     if (!row) return this.notLive(org, id, 'only dead-lettered or cancelled jobs can be retried');
     if (row.workflow_id) throw workflowJob(row.workflow_id);
-    const [outcome] = await this.revive(org, row.queue_name, [row], ['deadletter', 'cancelled']);
+    const [outcome] = await this.revive(org, [row], ['deadletter', 'cancelled']);
     if (!outcome?.revived) return this.notLive(org, id, outcome?.reason ?? 'it cannot be retried');
     return outcome.job;
   }
 
-  /** Revives terminal jobs of one queue through its actor (job, DLQ and workflow retry); each counts as a creation. */
-  async revive(org: string, queue: string, jobs: TerminalJob[], from: JobStatus[]): Promise<ReviveOutcome[]> {
+  /**
+   * Revives terminal jobs (job, DLQ and workflow retry), each counted as a creation: the one place where revived
+   * jobs are admitted against the quotas. All are admitted at once, before anything changes (413, 429); then
+   * `admitted`, the caller's last check, may still refuse (its error is thrown, the admission given back); then
+   * each queue's actor revives its jobs. Jobs not revived give their admission back, and the first failure of
+   * an actor is thrown once every queue answered.
+   */
+  async revive(org: string, jobs: Revival[], from: JobStatus[], admitted?: () => Promise<void>): Promise<ReviveOutcome[]> {
     const admission = await this.c.quotas.admitJobs(org, jobs.map(() => 0));
-    let outcomes: ReviveOutcome[];
     try {
-      outcomes = await this.c.actors.ask(org, queue, 'revive', {
-        jobs: jobs.map(({ id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked }) => ({
-          id,
-          priority,
-          max_retries,
-          timeout_seconds,
-          last_error,
-          idempotency_key,
-          callback,
-          workflow_id,
-          blocked,
-        })),
-        from,
-      });
+      await admitted?.();
     } catch (err) {
       this.c.quotas.releaseJobs(org, admission, jobs.length);
       throw err;
     }
-    this.c.quotas.releaseJobs(org, admission, outcomes.filter((o) => !o.revived).length);
-    for (const o of outcomes) if (o.revived) this.c.places.remember(org, o.id, queue);
+    const byQueue = new Map<string, ReviveInput[]>();
+    for (const { queue_name, id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked } of jobs) {
+      const input = { id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked };
+      byQueue.set(queue_name, [...(byQueue.get(queue_name) ?? []), input]);
+    }
+    const results = await Promise.allSettled(
+      [...byQueue].map(async ([queue, inputs]) => {
+        const outcomes = await this.c.actors.ask(org, queue, 'revive', { jobs: inputs, from });
+        for (const o of outcomes) if (o.revived) this.c.places.remember(org, o.id, queue);
+        return outcomes;
+      }),
+    );
+    const outcomes = results.flatMap((r) => (r.status === 'fulfilled' ? r.value : []));
+    this.c.quotas.releaseJobs(org, admission, jobs.length - outcomes.filter((o) => o.revived).length);
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) throw failure.reason;
     return outcomes;
   }
 

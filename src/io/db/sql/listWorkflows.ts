@@ -1,6 +1,5 @@
 // listWorkflows — an organization's workflows, newest first, with the keyset of the jobs list (`cursor_at`
-// to the microsecond) over the index workflows_org_created (0007); unfinishedWorkflows — what reconciliation
-// visits, over the partial index workflows_unfinished.
+// to the microsecond) over the index workflows_org_created (0007).
 import type { Store } from '../store.js';
 import { WORKFLOW_COLUMNS, type WorkflowRow } from './getWorkflow.js';
 import { CURSOR_AT } from './listJobs.js';
@@ -23,10 +22,4 @@ export async function listWorkflows(
       ORDER BY created_at DESC, id DESC LIMIT $5`,
     [organizationId, filter.status, after?.[0] ?? null, after?.[1] ?? null, limit + 1],
   );
-}
-
-export async function unfinishedWorkflows(
-  store: Store,
-): Promise<Array<{ id: string; organization_id: string; status: 'creating' | 'running'; created_at: Date | string }>> {
-  return store.query(`SELECT id, organization_id, status, created_at FROM workflows WHERE status IN ('creating', 'running')`);
 }

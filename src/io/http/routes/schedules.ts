@@ -1,73 +1,18 @@
-// Schedule routes: create (quota `schedules`), list, get, update, delete, pause, resume, manual trigger, and
-// the run history. Each committed change is handed to the scheduler, which keeps the next fire times. Reads
+// Schedule routes (REST adapter): create, list, get, update, delete, pause, resume, manual trigger (two paths),
+// and the run history. The operations are src/app/schedules.ts; here: the OpenAPI doc and presentation. Reads
 // need jobs:read, writes jobs:write.
-import { randomUUID } from 'node:crypto';
 import Type from 'typebox';
-import { upgradeTo } from '../../../actors/org/plans.js';
-import { AppError, notFound, validationError } from '../../../errors.js';
-import { cronProblems, nextFire } from '../../../runtime/cron.js';
-import type { RunRecord, Scheduler } from '../../../runtime/scheduler.js';
-import { createSchedule, type ScheduleFields } from '../../db/sql/createSchedule.js';
-import { deleteSchedule } from '../../db/sql/deleteSchedule.js';
-import { getSchedule, type ScheduleRow } from '../../db/sql/getSchedule.js';
-import { listScheduleRuns, type ScheduleRunRow } from '../../db/sql/listScheduleRuns.js';
-import { listSchedules } from '../../db/sql/listSchedules.js';
-import { setSchedulePaused } from '../../db/sql/setSchedulePaused.js';
-import { updateSchedule } from '../../db/sql/updateSchedule.js';
+import type { App } from '../../../app/app.js';
+import { idOf } from '../../../app/fields.js';
+import type { RunRecord } from '../../../app/scheduler.js';
+import { CreateScheduleBody as CreateBody, TriggerScheduleBody as TriggerBody, UpdateScheduleBody as UpdateBody } from '../../../app/schedules.js';
+import type { ScheduleRow } from '../../db/sql/getSchedule.js';
+import type { ScheduleRunRow } from '../../db/sql/listScheduleRuns.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
 import { isoOf, presentJob } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
 import { Deleted, Job, JsonObject } from '../schemas.js';
-import { validator } from '../../validate.js';
-import { LeaseSecs, MaxRetries, Priority, QueueName, Uuid } from '../../../app/fields.js';
 import { JOB_ADMISSION } from './jobs.js';
-import type { Services } from './services.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-const Definition = {
-  name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
-  cron_expression: Type.String({
-    minLength: 1,
-    maxLength: 200,
-    description: '6 fields: second minute hour day-of-month month day-of-week, e.g. "0 */5 * * * *"',
-  }),
-  timezone: Type.String({ minLength: 1, maxLength: 100, description: 'IANA time zone name; default UTC' }),
-  queue_name: QueueName,
-  payload_template: Type.Unsafe<Record<string, unknown>>(Type.Object({}, { additionalProperties: true, description: 'the payload of every job it creates' })),
-  priority: Priority,
-  max_retries: Type.Union([MaxRetries, Type.Null()]),
-  timeout_seconds: Type.Union([LeaseSecs, Type.Null()]),
-};
-
-const CreateBody = validator(
-  Type.Object({
-    name: Definition.name,
-    cron_expression: Definition.cron_expression,
-    timezone: Type.Optional(Definition.timezone),
-    queue_name: Definition.queue_name,
-    payload_template: Type.Optional(Definition.payload_template),
-    priority: Type.Optional(Definition.priority),
-    max_retries: Type.Optional(Definition.max_retries),
-    timeout_seconds: Type.Optional(Definition.timeout_seconds),
-    paused: Type.Optional(Type.Boolean({ description: 'create it paused' })),
-  }),
-);
-
-const UpdateBody = validator(
-  Type.Object({
-    name: Type.Optional(Definition.name),
-    cron_expression: Type.Optional(Definition.cron_expression),
-    timezone: Type.Optional(Definition.timezone),
-    queue_name: Type.Optional(Definition.queue_name),
-    payload_template: Type.Optional(Definition.payload_template),
-    priority: Type.Optional(Definition.priority),
-    max_retries: Type.Optional(Definition.max_retries),
-    timeout_seconds: Type.Optional(Definition.timeout_seconds),
-  }),
-);
-
-const TriggerBody = validator(Type.Object({ schedule_id: Uuid }));
 
 /** Keyset over (created_at, id), newest first. */
 const SCHEDULES_CURSOR = cursorCodec('schedules', ['time', 'uuid']);
@@ -136,151 +81,40 @@ function presentRun(r: RunRecord | ScheduleRunRow): Record<string, unknown> {
   };
 }
 
-export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Scheduler }): Route[] {
-  const scheduleOf = async (org: string, id: string): Promise<ScheduleRow> => {
-    const row = UUID.test(id) ? await getSchedule(s.store, org, id.toLowerCase()) : null;
-    if (!row) throw notFound('Schedule');
-    return row;
-  };
+export function scheduleRoutes(app: App): Route[] {
+  const { schedules } = app;
+  const org = (req: Request) => req.principal.organizationId;
+  const scheduleId = (req: Request): string => idOf('Schedule', req.params.id!);
+  const answer = (row: ScheduleRow): Response => ({ status: 200, body: presentSchedule(row) });
 
-  const withinPayloadCap = async (org: string, payload: Record<string, unknown>): Promise<void> => {
-    const bytes = Buffer.byteLength(JSON.stringify(payload));
-    const { plan, limits } = await s.quotas.usage(org);
-    const cap = limits.max_payload_bytes;
-    if (cap !== null && bytes > cap) {
-      throw new AppError('PAYLOAD_TOO_LARGE', `The payload template is ${bytes} bytes; the ${plan.tier} plan allows ${cap} per job`, {
-        current: bytes,
-        limit: cap,
-        plan: plan.tier,
-        upgrade_to: upgradeTo(plan.tier),
-      });
-    }
-  };
-
-  /**
-   * The definition checked as a whole: 422 for a cron expression or zone that cannot fire, 413 for a new
-   * payload template over the plan's cap (an unchanged one is not re-checked: a plan downgrade must not block
-   * a rename).
-   */
-  const checked = async (
-    org: string,
-    id: string,
-    f: Omit<ScheduleFields, 'next_run_at'>,
-    now: number,
-    newPayload: boolean,
-  ): Promise<ScheduleFields> => {
-    const problems = cronProblems({ expression: f.cron_expression, timezone: f.timezone, seed: id }, now);
-    if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
-    if (newPayload) await withinPayloadCap(org, f.payload_template);
-    return { ...f, next_run_at: f.paused ? null : new Date(nextFire({ expression: f.cron_expression, timezone: f.timezone, seed: id }, now)) };
-  };
-
-  const tracked = (row: ScheduleRow): ScheduleRow => {
-    scheduler.track(row.organization_id, row.id, row.cron_expression, row.timezone, row.next_run_at === null ? null : new Date(row.next_run_at).getTime());
-    return row;
-  };
-
-  const create = async (req: Request): Promise<Response> => {
-    const body = CreateBody(req.body);
-    const org = req.principal.organizationId;
-    const id = randomUUID();
-    const now = s.clock.now();
-    const fields = await checked(
-      org,
-      id,
-      {
-        name: body.name,
-        cron_expression: body.cron_expression.trim(),
-        timezone: body.timezone ?? 'UTC',
-        queue_name: body.queue_name,
-        payload_template: body.payload_template ?? {},
-        priority: body.priority ?? 0,
-        max_retries: body.max_retries ?? null,
-        timeout_seconds: body.timeout_seconds ?? null,
-        paused: body.paused ?? false,
-      },
-      now,
-      true,
-    );
-    await s.quotas.reserve(org, 'schedules');
-    const row = await createSchedule(s.store, id, org, fields, new Date(now)).catch((err) => {
-      s.quotas.release(org, 'schedules');
-      throw err;
-    });
-    return { status: 201, body: presentSchedule(tracked(row)) };
-  };
+  const create = async (req: Request): Promise<Response> => ({
+    status: 201,
+    body: presentSchedule(await schedules.create(org(req), CreateBody(req.body))),
+  });
 
   const list = async (req: Request): Promise<Response> => {
     const limit = parseLimit(req.query);
-    const after = readCursor(req.query, SCHEDULES_CURSOR);
-    const rows = await listSchedules(s.store, req.principal.organizationId, after, limit);
+    const rows = await schedules.list(org(req), readCursor(req.query, SCHEDULES_CURSOR), limit);
     return pageResponse(req, rows, limit, SCHEDULES_CURSOR, (r) => [r.cursor_at, r.id], presentSchedule);
   };
 
-  const get = async (req: Request): Promise<Response> => ({
-    status: 200,
-    body: presentSchedule(await scheduleOf(req.principal.organizationId, req.params.id!)),
-  });
-
-  /** Fields left out keep their value; null clears max_retries and timeout_seconds. next_run_at is recomputed from now. */
+  const get = async (req: Request): Promise<Response> => answer(await schedules.get(org(req), scheduleId(req)));
   const update = async (req: Request): Promise<Response> => {
     const body = UpdateBody(req.body);
-    const org = req.principal.organizationId;
-    const cur = await scheduleOf(org, req.params.id!);
-    const now = s.clock.now();
-    const fields = await checked(
-      org,
-      cur.id,
-      {
-        name: body.name ?? cur.name,
-        cron_expression: body.cron_expression?.trim() ?? cur.cron_expression,
-        timezone: body.timezone ?? cur.timezone,
-        queue_name: body.queue_name ?? cur.queue_name,
-        payload_template: body.payload_template ?? cur.payload_template,
-        priority: body.priority ?? cur.priority,
-        max_retries: body.max_retries === undefined ? cur.max_retries : body.max_retries,
-        timeout_seconds: body.timeout_seconds === undefined ? cur.timeout_seconds : body.timeout_seconds,
-        paused: cur.paused,
-      },
-      now,
-      body.payload_template !== undefined,
-    );
-    const row = await updateSchedule(s.store, org, cur.id, fields, new Date(now));
-    if (!row) throw notFound('Schedule');
-    return { status: 200, body: presentSchedule(tracked(row)) };
+    return answer(await schedules.update(org(req), scheduleId(req), body));
   };
-
-  const remove = async (req: Request): Promise<Response> => {
-    const org = req.principal.organizationId;
-    const id = req.params.id!;
-    if (!UUID.test(id) || !(await deleteSchedule(s.store, org, id.toLowerCase()))) throw notFound('Schedule');
-    scheduler.track(org, id.toLowerCase(), '', '', null);
-    s.quotas.release(org, 'schedules');
-    return { status: 200, body: { id: id.toLowerCase(), deleted: true } };
-  };
-
-  const pausing = (paused: boolean) => async (req: Request): Promise<Response> => {
-    const org = req.principal.organizationId;
-    const cur = await scheduleOf(org, req.params.id!);
-    const now = s.clock.now();
-    // Resuming starts from now: fire times missed while paused are not owed.
-    const next = paused ? null : new Date(nextFire({ expression: cur.cron_expression, timezone: cur.timezone, seed: cur.id }, now));
-    const row = await setSchedulePaused(s.store, org, cur.id, paused, next, new Date(now));
-    if (!row) throw notFound('Schedule');
-    return { status: 200, body: presentSchedule(tracked(row)) };
-  };
+  const remove = async (req: Request): Promise<Response> => ({ status: 200, body: await schedules.delete(org(req), scheduleId(req)) });
+  const pause = async (req: Request): Promise<Response> => answer(await schedules.pause(org(req), scheduleId(req)));
+  const resume = async (req: Request): Promise<Response> => answer(await schedules.resume(org(req), scheduleId(req)));
 
   const trigger = async (org: string, id: string): Promise<Response> => {
-    const { run, job } = await scheduler.trigger(await scheduleOf(org, id));
+    const { run, job } = await schedules.trigger(org, idOf('Schedule', id));
     return { status: 201, body: { ...presentRun(run), job: presentJob(job) } };
   };
 
   const runs = async (req: Request): Promise<Response> => {
-    const org = req.principal.organizationId;
-    const { id } = await scheduleOf(org, req.params.id!);
     const limit = parseLimit(req.query);
-    const after = readCursor(req.query, RUNS_CURSOR);
-    const rows = await listScheduleRuns(s.store, org, id, after, limit);
+    const rows = await schedules.runs(org(req), scheduleId(req), readCursor(req.query, RUNS_CURSOR), limit);
     return pageResponse(req, rows, limit, RUNS_CURSOR, (r) => [r.cursor_at, r.id], presentRun);
   };
 
@@ -357,14 +191,14 @@ export function scheduleRoutes(s: Services, { scheduler }: { scheduler: Schedule
       method: 'POST',
       path: '/api/v1/schedules/:id/pause',
       permission: 'jobs:write',
-      handler: pausing(true),
+      handler: pause,
       doc: { operationId: 'pauseSchedule', summary: 'Pause a schedule (it stops firing)', responses: one('The paused schedule') },
     },
     {
       method: 'POST',
       path: '/api/v1/schedules/:id/resume',
       permission: 'jobs:write',
-      handler: pausing(false),
+      handler: resume,
       doc: { operationId: 'resumeSchedule', summary: 'Resume a schedule from now (fire times missed while paused are skipped)', responses: one('The schedule, with its next fire time') },
     },
     {

@@ -1,42 +1,18 @@
-// Workflow routes: create a dependency graph of jobs, list, get (each job's progress), cancel, retry. The
-// coordination behind them is src/runtime/workflows.ts; what the routes add is validation and presentation.
+// Workflow routes (REST adapter): create a dependency graph of jobs, list, get (each job's progress), cancel,
+// retry. The operations and the coordination behind them are src/app/workflows.ts; here: the OpenAPI doc and
+// presentation.
 import Type from 'typebox';
-import { graphProblems, WORKFLOW_MAX_JOBS } from '../../../actors/workflow/graph.js';
-import { notFound, validationError } from '../../../errors.js';
-import type { WorkflowCoordinator } from '../../../runtime/workflows.js';
-import { getWorkflow, type WorkflowJobRow, type WorkflowRow } from '../../db/sql/getWorkflow.js';
-import { listWorkflows } from '../../db/sql/listWorkflows.js';
+import type { App } from '../../../app/app.js';
+import { idOf } from '../../../app/fields.js';
+import { CreateWorkflowBody as CreateBody, type WorkflowGraph } from '../../../app/workflows.js';
+import { WORKFLOW_MAX_JOBS } from '../../../actors/workflow/graph.js';
+import type { WorkflowRow } from '../../db/sql/getWorkflow.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
 import { isoOf } from '../../present.js';
 import { oneOf, single } from '../query.js';
 import type { Request, Response, Route } from '../router.js';
-import { JobStatus, JsonObject } from '../schemas.js';
-import { validator } from '../../validate.js';
-import { QueueName } from '../../../app/fields.js';
+import { JobStatus } from '../schemas.js';
 import { JOB_ADMISSION } from './jobs.js';
-import type { Services } from './services.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const JobName = Type.String({ minLength: 1, maxLength: 100 });
-
-const CreateBody = validator(
-  Type.Object({
-    name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
-    jobs: Type.Array(
-      Type.Object({
-        name: JobName,
-        queue_name: QueueName,
-        payload: JsonObject,
-        depends_on: Type.Optional(Type.Array(JobName, { maxItems: WORKFLOW_MAX_JOBS, uniqueItems: true })),
-        priority: Type.Optional(Type.Integer({ minimum: -100, maximum: 100 })),
-        max_retries: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
-        timeout_seconds: Type.Optional(Type.Integer({ minimum: 5, maximum: 3600 })),
-        tags: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 256 }))),
-      }),
-      { minItems: 1, maxItems: WORKFLOW_MAX_JOBS },
-    ),
-  }),
-);
 
 const STATUSES = ['creating', 'running', 'completed', 'failed', 'cancelled'] as const;
 const WorkflowStatusSchema = Type.Union(STATUSES.map((s) => Type.Literal(s)), { $id: 'WorkflowStatus' });
@@ -89,7 +65,7 @@ function presentWorkflow(w: WorkflowRow & { job_count: number }): Record<string,
   };
 }
 
-function presentDetail(w: WorkflowRow & { jobs: WorkflowJobRow[] }): Record<string, unknown> {
+function presentDetail(w: WorkflowGraph): Record<string, unknown> {
   return {
     ...presentWorkflow({ ...w, job_count: w.jobs.length }),
     jobs: w.jobs.map((j) => ({
@@ -103,65 +79,25 @@ function presentDetail(w: WorkflowRow & { jobs: WorkflowJobRow[] }): Record<stri
   };
 }
 
-export function workflowRoutes(s: Services, workflows: WorkflowCoordinator): Route[] {
-  const idOf = (req: Request): string => {
-    const id = req.params.id!;
-    if (!UUID.test(id)) throw notFound('Workflow');
-    return id.toLowerCase();
-  };
+export function workflowRoutes(app: App): Route[] {
+  const { workflows } = app;
+  const org = (req: Request) => req.principal.organizationId;
+  const workflowId = (req: Request): string => idOf('Workflow', req.params.id!);
+  const answer = (w: WorkflowGraph, status = 200): Response => ({ status, body: presentDetail(w) });
 
-  const detail = async (org: string, id: string, status = 200): Promise<Response> => {
-    const w = await getWorkflow(s.store, org, id);
-    if (!w) throw notFound('Workflow');
-    return { status, body: presentDetail(w) };
-  };
-
-  const create = async (req: Request): Promise<Response> => {
-    const body = CreateBody(req.body);
-    const jobs = body.jobs.map((j) => ({ ...j, depends_on: j.depends_on ?? [] }));
-    const problems = graphProblems(jobs);
-    if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
-    const org = req.principal.organizationId;
-    const id = await workflows.create(
-      org,
-      body.name,
-      jobs.map((j) => ({
-        name: j.name,
-        queue_name: j.queue_name,
-        payload: j.payload,
-        depends_on: j.depends_on,
-        priority: j.priority ?? 0,
-        max_retries: j.max_retries ?? null,
-        timeout_seconds: j.timeout_seconds ?? null,
-        tags: j.tags ?? {},
-      })),
-    );
-    return detail(org, id, 201);
-  };
+  const create = async (req: Request): Promise<Response> => answer(await workflows.create(org(req), CreateBody(req.body)), 201);
 
   const list = async (req: Request): Promise<Response> => {
     const limit = parseLimit(req.query);
     const after = readCursor(req.query, WORKFLOWS_CURSOR);
     const status = oneOf('status', single(req.query, 'status'), STATUSES);
-    const rows = await listWorkflows(s.store, req.principal.organizationId, { status }, after, limit);
+    const rows = await workflows.list(org(req), { status }, after, limit);
     return pageResponse(req, rows, limit, WORKFLOWS_CURSOR, (r) => [r.cursor_at, r.id], presentWorkflow);
   };
 
-  const get = (req: Request): Promise<Response> => detail(req.principal.organizationId, idOf(req));
-
-  const cancel = async (req: Request): Promise<Response> => {
-    const org = req.principal.organizationId;
-    const id = idOf(req);
-    await workflows.cancel(org, id);
-    return detail(org, id);
-  };
-
-  const retry = async (req: Request): Promise<Response> => {
-    const org = req.principal.organizationId;
-    const id = idOf(req);
-    await workflows.retry(org, id);
-    return detail(org, id);
-  };
+  const get = async (req: Request): Promise<Response> => answer(await workflows.get(org(req), workflowId(req)));
+  const cancel = async (req: Request): Promise<Response> => answer(await workflows.cancel(org(req), workflowId(req)));
+  const retry = async (req: Request): Promise<Response> => answer(await workflows.retry(org(req), workflowId(req)));
 
   const one = (description: string) => ({ 200: { description, schema: WorkflowDetail } });
   return [

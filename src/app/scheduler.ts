@@ -1,14 +1,15 @@
 // The scheduler: fires every active schedule of every organization at its cron times, on the main thread.
 //
 // State: each active schedule's next fire time, in a min-heap (cron-parser's next() costs up to a millisecond,
-// so a fire time is computed once per fire, never per tick). Loaded from the store at boot; the schedule
-// routes call track() after each committed change (create, update, pause, resume, delete). Heap entries are
-// never removed: a change bumps the schedule's version and the older entry is skipped when it surfaces.
+// so a fire time is computed once per fire, never per tick). Loaded from the store at boot; the schedule use
+// cases (schedules.ts) call track() after each committed change (create, update, pause, resume, delete). Heap
+// entries are never removed: a change bumps the schedule's version and the older entry is skipped when it
+// surfaces.
 //
 // Firing: real time arms one setTimeout for the earliest fire time; a ManualClock fires whatever is due on each
 // advance, and advance() waits for those fires. A due schedule is read again from the store and fires only if
-// its row still holds this fire time (a route or another node may have moved it). Its job goes through the
-// path of POST /api/v1/jobs (quota admission, payload cap, the queue actor, job routing) with the
+// its row still holds this fire time (a change or another node may have moved it). Its job goes through the
+// path of POST /api/v1/jobs (quota admission, payload cap, Jobs.enqueueAdmitted) with the
 // idempotency key `schedule:<id>:<fire time ms>`: a crash between the enqueue and the schedule row update, or
 // a second node on the same store, cannot make a second job for one fire time. Then one statement records the
 // run and moves next_run_at forward.
@@ -18,25 +19,15 @@
 // failed run and the schedule moves on; a manual trigger answers the refusal to its caller instead.
 import { randomUUID } from 'node:crypto';
 import { Heap } from '../actors/heap.js';
-import { ManualClock, type Clock } from '../clock.js';
+import { ManualClock } from '../clock.js';
 import { AppError } from '../errors.js';
 import { activeSchedules } from '../io/db/sql/activeSchedules.js';
 import { getSchedule, type ScheduleRow } from '../io/db/sql/getSchedule.js';
 import { recordScheduleRun } from '../io/db/sql/recordScheduleRun.js';
 import type { Row } from '../io/db/store.js';
-import type { Log } from '../log.js';
+import type { AppContext } from './context.js';
 import { latestFire, nextFire, type Cron } from './cron.js';
-import type { Jobs } from '../app/jobs.js';
-import type { Quotas } from '../app/quotas.js';
-import type { Store } from '../io/db/store.js';
-import type { EventBus } from '../app/events.js';
-
-export interface SchedulerOptions {
-  deps: { store: Store; quotas: Quotas; jobs: Jobs };
-  clock: Clock;
-  events: EventBus;
-  log: Log;
-}
+import type { Enqueued, Jobs } from './jobs.js';
 
 /** A run as the history shows it. */
 export interface RunRecord {
@@ -78,17 +69,20 @@ export class Scheduler {
   private stopped = false;
   private unhook: (() => void) | null = null;
 
-  constructor(private readonly o: SchedulerOptions) {}
+  constructor(
+    private readonly c: AppContext,
+    private readonly jobs: Jobs,
+  ) {}
 
   private static emptyHeap(): Heap<Entry> {
     return new Heap<Entry>((a, b) => a.at < b.at);
   }
 
   async start(): Promise<void> {
-    for (const s of await activeSchedules(this.o.deps.store)) {
+    for (const s of await activeSchedules(this.c.store)) {
       this.track(s.organization_id, s.id, s.cron_expression, s.timezone, new Date(s.next_run_at).getTime());
     }
-    if (this.o.clock instanceof ManualClock) this.unhook = this.o.clock.onAdvance(() => this.fireDue());
+    if (this.c.clock instanceof ManualClock) this.unhook = this.c.clock.onAdvance(() => this.fireDue());
     else this.arm();
   }
 
@@ -116,7 +110,7 @@ export class Scheduler {
 
   /** Fires every schedule that is due now, and resolves when their runs are recorded. */
   fireDue(): Promise<void> {
-    this.running = this.running.then(() => this.runDue()).catch((err) => this.o.log.error('scheduler: a round of fires failed', err));
+    this.running = this.running.then(() => this.runDue()).catch((err) => this.c.log.error('scheduler: a round of fires failed', err));
     return this.running;
   }
 
@@ -125,7 +119,7 @@ export class Scheduler {
    * is recorded for them.
    */
   async trigger(row: ScheduleRow): Promise<{ run: RunRecord; job: Row }> {
-    const now = this.o.clock.now();
+    const now = this.c.clock.now();
     const id = randomUUID();
     // Each trigger is its own job: the run id keeps two triggers (or a trigger and a fire) apart.
     const { job } = await this.enqueue(row, `schedule:${row.id}:manual:${id}`);
@@ -146,7 +140,7 @@ export class Scheduler {
 
   private async runDue(): Promise<void> {
     while (!this.stopped) {
-      const now = this.o.clock.now();
+      const now = this.c.clock.now();
       const due: Array<[string, Active]> = [];
       for (let e = this.heap.peek(); e !== undefined && e.at <= now; e = this.heap.peek()) {
         this.heap.pop();
@@ -175,14 +169,14 @@ export class Scheduler {
     } catch (err) {
       // Validated at creation, so only a time-zone database change could get here: stop firing it, say why.
       this.active.delete(id);
-      this.o.log.error(`schedule ${id} has no next fire time and stops firing`, err);
+      this.c.log.error(`schedule ${id} has no next fire time and stops firing`, err);
       return;
     }
     // Its next entry goes in now, under the same version: a change committed meanwhile makes it stale.
     s.at = next;
     this.heap.push({ id, at: next, version: s.version });
     try {
-      const row = await getSchedule(this.o.deps.store, s.organizationId, id);
+      const row = await getSchedule(this.c.store, s.organizationId, id);
       if (!row || row.paused || row.next_run_at === null || new Date(row.next_run_at).getTime() !== due) return;
       const run: RunRecord = {
         id: randomUUID(),
@@ -199,33 +193,38 @@ export class Scheduler {
       } catch (err) {
         run.status = 'failed';
         run.error = err instanceof AppError ? err.message : 'internal error';
-        if (!(err instanceof AppError)) this.o.log.error(`schedule ${id}: the job of ${new Date(scheduledFor).toISOString()} failed`, err);
+        if (!(err instanceof AppError)) this.c.log.error(`schedule ${id}: the job of ${new Date(scheduledFor).toISOString()} failed`, err);
       }
       if ((await this.record(s.organizationId, run, { from: due, to: next })) && run.status === 'enqueued') this.published(row, run);
     } catch (err) {
-      this.o.log.error(`schedule ${id}: the fire of ${new Date(scheduledFor).toISOString()} could not be recorded`, err);
+      this.c.log.error(`schedule ${id}: the fire of ${new Date(scheduledFor).toISOString()} could not be recorded`, err);
     }
   }
 
   /** The job of one fire, through the path of POST /api/v1/jobs. */
-  private async enqueue(row: ScheduleRow, idempotencyKey: string) {
+  private async enqueue(row: ScheduleRow, idempotencyKey: string): Promise<Enqueued> {
     const payload = row.payload_template;
-    const admission = await this.o.deps.quotas.admitJobs(row.organization_id, [Buffer.byteLength(JSON.stringify(payload))]);
-    return this.o.deps.jobs.enqueueAdmitted(row.organization_id, row.queue_name, {
-      payload,
-      priority: row.priority,
-      max_retries: row.max_retries,
-      timeout_seconds: row.timeout_seconds,
-      scheduled_at: null,
-      idempotency_key: idempotencyKey,
-      tags: {},
-      completion_webhook: null,
-      completion_webhook_secret: null,
-    }, admission);
+    const admission = await this.c.quotas.admitJobs(row.organization_id, [Buffer.byteLength(JSON.stringify(payload))]);
+    return this.jobs.enqueueAdmitted(
+      row.organization_id,
+      row.queue_name,
+      {
+        payload,
+        priority: row.priority,
+        max_retries: row.max_retries,
+        timeout_seconds: row.timeout_seconds,
+        scheduled_at: null,
+        idempotency_key: idempotencyKey,
+        tags: {},
+        completion_webhook: null,
+        completion_webhook_secret: null,
+      },
+      admission,
+    );
   }
 
   private record(organizationId: string, run: RunRecord, advance: { from: number; to: number } | null): Promise<boolean> {
-    return recordScheduleRun(this.o.deps.store, {
+    return recordScheduleRun(this.c.store, {
       id: run.id,
       scheduleId: run.schedule_id,
       organizationId,
@@ -240,7 +239,7 @@ export class Scheduler {
   }
 
   private published(row: ScheduleRow, run: RunRecord): void {
-    this.o.events.publish(row.organization_id, 'schedule.triggered', {
+    this.c.events.publish(row.organization_id, 'schedule.triggered', {
       schedule_id: row.id,
       job_id: run.job_id,
       queue_name: row.queue_name,
@@ -250,7 +249,7 @@ export class Scheduler {
 
   /** Real time: one timer, for the earliest live entry. */
   private arm(): void {
-    if (this.o.clock.manual || this.stopped) return;
+    if (this.c.clock.manual || this.stopped) return;
     for (let e = this.heap.peek(); e !== undefined && this.active.get(e.id)?.version !== e.version; e = this.heap.peek()) this.heap.pop();
     const top = this.heap.peek();
     const at = top?.at ?? Infinity;
@@ -265,7 +264,7 @@ export class Scheduler {
         this.timerAt = Infinity;
         void this.fireDue();
       },
-      Math.min(Math.max(0, at - this.o.clock.now()), MAX_DELAY_MS),
+      Math.min(Math.max(0, at - this.c.clock.now()), MAX_DELAY_MS),
     );
     this.timer.unref();
   }
