@@ -320,6 +320,54 @@ describe('workflows', () => {
     assert.equal(wf.body.jobs[0].status, 'deadletter');
   });
 
+  test('retry admits its jobs of every queue at once before anything changes (429 on active_jobs, nothing revived), then revives them all', async () => {
+    const { api } = await org('starter', { active_jobs: 2 });
+    const [q1, q2] = [q('ra'), q('rb')];
+    const created = await api.post('/api/v1/workflows', {
+      name: 'two queues',
+      jobs: [
+        { name: 'a', queue_name: q1, payload: {}, max_retries: 0 },
+        { name: 'b', queue_name: q2, payload: {}, max_retries: 0 },
+      ],
+    });
+    assert.equal(created.status, 201);
+    const id = created.body.id;
+    for (const queue of [q1, q2]) {
+      const [j] = await claimAll(api, queue);
+      await api.post(`/api/v1/jobs/${j.id}/fail`, { worker_id: 'w1', lease_id: j.lease_id, error: 'x' });
+    }
+    await settle();
+    const failed = await api.get(`/api/v1/workflows/${id}`);
+    assert.equal(failed.body.status, 'failed');
+    const plain = await api.post('/api/v1/jobs', { queue_name: q('plain'), payload: {} });
+    assert.equal(plain.status, 201);
+
+    // One slot of active_jobs left, two jobs to revive: refused whole, the workflow untouched.
+    const refused = await api.post(`/api/v1/workflows/${id}/retry`);
+    assertError(refused, 429, 'QUOTA_EXCEEDED', QUOTA_EXTRAS);
+    assert.equal(refused.body.resource, 'active_jobs');
+    const still = await api.get(`/api/v1/workflows/${id}`);
+    assert.deepEqual(still.body, failed.body);
+    let usage = await api.get('/api/v1/organizations/usage');
+    assert.equal(usage.body.usage.workflows.current, 0, 'the refused retry gave its workflows slot back');
+    assert.equal(usage.body.usage.active_jobs.current, 1);
+
+    const [p] = await claimAll(api, plain.body.queue_name);
+    await complete(api, p);
+    const retried = await api.post(`/api/v1/workflows/${id}/retry`);
+    assert.equal(retried.status, 200, JSON.stringify(retried.body));
+    assert.equal(retried.body.status, 'running');
+    assert.deepEqual(retried.body.jobs.map((j: any) => j.status), ['pending', 'pending']);
+    usage = await api.get('/api/v1/organizations/usage');
+    assert.equal(usage.body.usage.active_jobs.current, 2);
+    for (const queue of [q1, q2]) {
+      const [j] = await claimAll(api, queue);
+      assert.equal(j.retry_count, 0);
+      await complete(api, j);
+    }
+    assert.equal((await api.get(`/api/v1/workflows/${id}`)).body.status, 'completed');
+  });
+
   test('list: newest first, a page at a time, filtered by status', async () => {
     const { api } = await org('pro');
     const ids: string[] = [];
