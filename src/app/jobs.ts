@@ -300,8 +300,9 @@ export class Jobs {
     }
     const byQueue = new Map<string, ReviveInput[]>();
     for (const { queue_name, id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked } of jobs) {
-      const input = { id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked };
-      byQueue.set(queue_name, [...(byQueue.get(queue_name) ?? []), input]);
+      const inputs = byQueue.get(queue_name) ?? [];
+      byQueue.set(queue_name, inputs);
+      inputs.push({ id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked });
     }
     const results = await Promise.allSettled(
       [...byQueue].map(async ([queue, inputs]) => {
