@@ -191,11 +191,14 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         auth.apply(inv);
         if (inv.kind === 'org') limiter.invalidate(inv.id);
         else if (inv.kind === 'webhooks') webhooks?.forget(inv.id);
+        else if (inv.kind === 'schedule') built?.scheduler.changed(inv.organizationId, inv.id).catch((err) => log.error('could not read a changed schedule', err));
       },
       resync: () => {
         auth.resync();
         limiter.invalidateAll();
         webhooks?.forget(null);
+        // Schedule changes may have been missed: the leader loads them all again.
+        if (cluster?.leader) built?.scheduler.lead(true).catch((err) => log.error('could not reload the schedules', err));
       },
     });
     await auth.start();
@@ -225,7 +228,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel, deliveries };
     const app = (built = createApp(ctx));
     const services: Services = { ...ctx, auth, mailer, app };
-    await app.scheduler.start();
+    app.scheduler.start();
     const calls = (apiCalls = new ApiCalls(store, clock, log));
     const streams = (hub = new StreamHub(events, clock, auth, config.streamsPerOrg));
     // Subscribers on every node hear the events of every node; stream caps count every node's streams.
@@ -303,17 +306,18 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     // often as a node can be found gone.
     const adoption = (orphans = new Periodic({ name: 'webhook delivery adoption', intervalMs: config.clusterLeaseMs, run: () => wh.adopt(), log }));
     // The cluster-wide tasks run on the one node that holds the leader lease (every node alone leads itself).
-    const lead = (on: boolean) => {
-      for (const task of [retention, r, adoption]) {
+    const lead = async (on: boolean): Promise<void> => {
+      for (const task of [retention, r, adoption, app.workflows]) {
         if (on) task.start();
         else task.pause();
       }
       if (on) void adoption.runOnce().catch((err) => log.error('could not adopt the deliveries of nodes that are gone', err));
+      await app.scheduler.lead(on).catch((err) => log.error(on ? 'could not load the schedules' : 'could not stop firing schedules', err));
     };
-    c.onLeader(lead);
-    if (c.leader) lead(true);
+    c.onLeader((on) => void lead(on));
+    // A node that leads from the start has its schedules loaded before it says it is up.
+    if (c.leader) await lead(true);
     webhooks.start();
-    app.workflows.start();
     const p = pool;
     const wh = webhooks;
     const h = http;

@@ -2,6 +2,8 @@
 // request and forwards it to the shard's owner, and two nodes racing for one queue hand each job out once.
 // The crash, deposed-owner and rolling-restart runs are in cluster-failover.test.ts (separate processes).
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { loadConfig } from '../src/config.js';
 import { startNode, type SluiceNode } from '../src/node.js';
@@ -161,5 +163,66 @@ describe('two nodes on one database', { skip }, () => {
     ]);
     assert.equal(seen.size, total);
     assert.deepEqual([...seen.values()].filter((n) => n !== 1), []);
+  });
+});
+
+describe('three nodes: the cluster-wide tasks run once', { skip }, () => {
+  let store: StoreLocation;
+  let a: TestNode;
+  const others: SluiceNode[] = [];
+  let apis: Api[] = [];
+  let receiver: http.Server;
+  const delivered: Array<{ event: string; jobId: string }> = [];
+  let hookUrl = '';
+
+  before(async () => {
+    receiver = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', () => {
+        const body = JSON.parse(raw);
+        delivered.push({ event: body.event, jobId: body.data?.job_id });
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+    hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    store = await freshStore();
+    a = await startTestNode({ store, env: CLUSTER_ENV });
+    for (let i = 0; i < 2; i++) others.push(await startNode({ config: loadConfig(a.env) }));
+    apis = [a.api, ...others.map((n) => new Api(n.url, a.api.key))];
+    await until('three nodes share the shards', async () => (await owners(a)).size === 3);
+  });
+  after(async () => {
+    for (const n of others) await n.stop();
+    await a?.stop();
+    await store?.dispose();
+    receiver?.closeAllConnections();
+    await new Promise((r) => receiver?.close(r));
+  });
+
+  test('a schedule created through any node fires once per fire time', { timeout: 60_000 }, async () => {
+    // Every 2 seconds, created through a node that need not be the leader.
+    const s = await apis[2]!.post('/api/v1/schedules', { name: 'tick', cron_expression: '*/2 * * * * *', queue_name: 'ticks', payload_template: {} });
+    assert.equal(s.status, 201, JSON.stringify(s.body));
+    await sleep(7_000);
+    await apis[0]!.post(`/api/v1/schedules/${s.body.id}/pause`);
+    const runs = (await apis[1]!.get(`/api/v1/schedules/${s.body.id}/runs?limit=100`)).body as Array<{ scheduled_for: string; job_id: string }>;
+    assert.ok(runs.length >= 2 && runs.length <= 5, `${runs.length} runs in 7 s`);
+    assert.equal(new Set(runs.map((r) => r.scheduled_for)).size, runs.length, 'one run per fire time');
+    const jobs = await a.node.store.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE queue_name = 'ticks'`);
+    assert.equal(jobs[0]!.n, runs.length, 'one job per fire time');
+  });
+
+  test('a webhook event is delivered once, whichever node caused it', { timeout: 60_000 }, async () => {
+    const hook = await apis[1]!.post('/api/v1/outgoing-webhooks', { name: 'once', url: hookUrl, events: ['job.created'] });
+    assert.equal(hook.status, 201, JSON.stringify(hook.body));
+    await sleep(200); // every node's dispatcher drops its cached endpoints (announced over NOTIFY)
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) ids.push((await apis[i % 3]!.enqueue({ queue_name: `hooked-${i % 5}`, payload: { i } })).id);
+    await until('30 deliveries', async () => delivered.filter((d) => d.event === 'job.created').length >= 30);
+    await sleep(500);
+    const got = delivered.filter((d) => d.event === 'job.created').map((d) => d.jobId);
+    assert.deepEqual(got.sort(), ids.sort(), 'each event delivered once');
   });
 });

@@ -1,8 +1,12 @@
 // The scheduler: fires every active schedule of every organization at its cron times, on the main thread.
 //
+// Many nodes: only the node that leads the cluster-wide tasks fires (`lead`); it loads every active schedule
+// when it takes the lead, and forgets them when it loses it.
+//
 // State: each active schedule's next fire time, in a min-heap (cron-parser's next() costs up to a millisecond,
-// so a fire time is computed once per fire, never per tick). Loaded from the store at boot; the schedule use
-// cases (schedules.ts) call track() after each committed change (create, update, pause, resume, delete). Heap
+// so a fire time is computed once per fire, never per tick). The schedule use cases (schedules.ts) call track()
+// after each committed change (create, update, pause, resume, delete) on their node, and announce it to the
+// other nodes, whose schedulers read the row again (`changed`): the leader learns every change at once. Heap
 // entries are never removed: a change bumps the schedule's version and the older entry is skipped when it
 // surfaces.
 //
@@ -68,6 +72,7 @@ export class Scheduler {
   private running: Promise<void> = Promise.resolve();
   private stopped = false;
   private unhook: (() => void) | null = null;
+  private leading = false;
 
   constructor(
     private readonly c: AppContext,
@@ -78,12 +83,32 @@ export class Scheduler {
     return new Heap<Entry>((a, b) => a.at < b.at);
   }
 
-  async start(): Promise<void> {
+  /** Listens to a ManualClock's advances; fires nothing until this node leads. */
+  start(): void {
+    if (this.c.clock instanceof ManualClock) this.unhook = this.c.clock.onAdvance(() => this.fireDue());
+  }
+
+  /** This node takes the lead (load every active schedule and fire them) or loses it (forget them). */
+  async lead(on: boolean): Promise<void> {
+    this.leading = on;
+    this.heap = Scheduler.emptyHeap();
+    this.active.clear();
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerAt = Infinity;
+    if (!on) return;
     for (const s of await activeSchedules(this.c.store)) {
       this.track(s.organization_id, s.id, s.cron_expression, s.timezone, new Date(s.next_run_at).getTime());
     }
-    if (this.c.clock instanceof ManualClock) this.unhook = this.c.clock.onAdvance(() => this.fireDue());
-    else this.arm();
+    this.arm();
+  }
+
+  /** Another node committed a change to this schedule: the leader reads it again. */
+  async changed(organizationId: string, id: string): Promise<void> {
+    if (!this.leading) return;
+    const row = await getSchedule(this.c.store, organizationId, id);
+    const next = row && !row.paused && row.next_run_at !== null ? new Date(row.next_run_at).getTime() : null;
+    this.track(organizationId, id, row?.cron_expression ?? '', row?.timezone ?? '', next);
   }
 
   async stop(): Promise<void> {
@@ -96,6 +121,7 @@ export class Scheduler {
 
   /** A schedule as committed: its next fire time, or null when it no longer fires (paused, deleted). */
   track(organizationId: string, id: string, expression: string, timezone: string, nextRunAt: number | null): void {
+    if (!this.leading) return;
     const version = ++this.version;
     if (nextRunAt === null) {
       this.active.delete(id);
@@ -173,6 +199,7 @@ export class Scheduler {
       return;
     }
     // Its next entry goes in now, under the same version: a change committed meanwhile makes it stale.
+    if (!this.leading) return;
     s.at = next;
     this.heap.push({ id, at: next, version: s.version });
     try {

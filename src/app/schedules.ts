@@ -149,6 +149,7 @@ export class Schedules {
   async delete(org: string, id: string): Promise<{ id: string; deleted: true }> {
     if (!(await deleteSchedule(this.c.store, org, id))) throw notFound('Schedule');
     this.scheduler.track(org, id, '', '', null);
+    this.announce(org, id);
     this.c.quotas.release(org, 'schedules');
     return { id, deleted: true };
   }
@@ -212,6 +213,14 @@ export class Schedules {
   private tracked(row: ScheduleRow): ScheduleRow {
     const next = row.next_run_at === null ? null : new Date(row.next_run_at).getTime();
     this.scheduler.track(row.organization_id, row.id, row.cron_expression, row.timezone, next);
+    this.announce(row.organization_id, row.id);
     return row;
+  }
+
+  /** Tells the other nodes (the leader's scheduler) that the schedule changed. */
+  private announce(organizationId: string, id: string): void {
+    this.c.invalidations
+      .publish({ kind: 'schedule', organizationId, id })
+      .catch((err) => this.c.log.error('could not announce a schedule change to the other nodes', err));
   }
 }

@@ -15,8 +15,8 @@
 //   retry      a failed or cancelled workflow: a 'workflows' slot again, its dead-lettered and cancelled jobs
 //              revived through Jobs.revive (admitted first; blocked while a parent has not completed), then
 //              'running' again
-//   reconcile  at start and every 30 s: advance every running workflow; cancel 'creating' ones that no
-//              request of this node is creating and that are older than CREATING_GRACE_MS.
+//   reconcile  on the node that leads the cluster-wide tasks, when it takes the lead and every 30 s: advance every
+//              running workflow; cancel 'creating' ones that no request is creating (older than CREATING_GRACE_MS).
 //
 // Steps for one workflow run one at a time (a chain of promises per workflow id), so a retry, a cancel and the
 // advance triggered by a job's end never interleave on this node. The node that wins a conditional status
@@ -92,10 +92,16 @@ export class Workflows {
     c.actors.onEvents((events) => this.onEvents(events));
   }
 
+  /** Reconciles now and every 30 s: on the node that leads the cluster-wide tasks. */
   start(): void {
     if (this.stopping) return;
     this.reconcileOnce().catch((err) => this.c.log.error('workflow reconciliation failed; the next one retries', err));
     this.reconciliation.start();
+  }
+
+  /** Another node leads now: it reconciles. */
+  pause(): void {
+    this.reconciliation.pause();
   }
 
   async stop(): Promise<void> {

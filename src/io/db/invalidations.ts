@@ -1,5 +1,5 @@
 // Cluster-wide cache invalidation: what one node changed that other nodes may hold in memory (a revoked API
-// key, JWT ids ended by logout, an organization's plan or its outgoing webhook endpoints). On PostgreSQL it travels over LISTEN/NOTIFY on one
+// key, JWT ids ended by logout, an organization's plan, its outgoing webhook endpoints, a schedule). On PostgreSQL it travels over LISTEN/NOTIFY on one
 // channel; the embedded store is single-node, so a message is only handed back to this node.
 //
 // NOTIFY is sent after the change is committed and carries ids, never secrets or bodies (payloads must stay
@@ -14,7 +14,9 @@ export type Invalidation =
   | { kind: 'tokens'; tokens: Array<{ jti: string; expiresAt: number }> }
   | { kind: 'org'; id: string }
   /** An organization's outgoing webhook endpoints changed (created, updated, deleted, auto-disabled). */
-  | { kind: 'webhooks'; id: string };
+  | { kind: 'webhooks'; id: string }
+  /** A schedule changed (created, updated, paused, resumed, deleted): the leader's scheduler reads it again. */
+  | { kind: 'schedule'; organizationId: string; id: string };
 
 export interface InvalidationHandlers {
   apply(inv: Invalidation): void;
