@@ -226,3 +226,15 @@ describe('three nodes: the cluster-wide tasks run once', { skip }, () => {
     assert.deepEqual(got.sort(), ids.sort(), 'each event delivered once');
   });
 });
+
+test('the embedded store stays one node: a second node on its data directory refuses to start, and says why', { skip: STORE !== 'pglite' ? 'the embedded store only' : false }, async () => {
+  const store = await freshStore();
+  const first = await startTestNode({ store });
+  try {
+    await assert.rejects(startNode({ config: loadConfig(first.env) }), /in use by process \d+: the embedded store serves one node/);
+    assert.equal((await first.api.get('/health/ready')).status, 200, 'the first node goes on');
+  } finally {
+    await first.stop();
+    await store.dispose();
+  }
+});

@@ -19,7 +19,10 @@ export function lockDataDir(dataDir: string): () => void {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const owner = Number(fs.readFileSync(file, 'utf8').trim());
       if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) {
-        throw new DataDirLockedError(`data directory ${dataDir} is in use by process ${owner}`);
+        throw new DataDirLockedError(
+          `data directory ${dataDir} is in use by process ${owner}: the embedded store serves one node; to run several nodes, ` +
+            'give each the same DATABASE_URL (PostgreSQL) and CLUSTER_SECRET (docs/operations.md, "Many nodes")',
+        );
       }
       fs.rmSync(file, { force: true });
     }
