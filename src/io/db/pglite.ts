@@ -8,22 +8,32 @@ import type { Row, Store } from './store.js';
 
 export class DataDirLockedError extends Error {}
 
+/** Data directories locked by nodes of this process (two nodes can share a process: tests do). */
+const heldHere = new Set<string>();
+
 export function lockDataDir(dataDir: string): () => void {
   fs.mkdirSync(dataDir, { recursive: true });
-  const file = path.join(dataDir, 'sluice.lock');
+  const dir = fs.realpathSync(dataDir);
+  const file = path.join(dir, 'sluice.lock');
+  const inUse = (owner: number) =>
+    new DataDirLockedError(
+      `data directory ${dataDir} is in use by process ${owner}: the embedded store serves one node; to run several nodes, ` +
+        'give each the same DATABASE_URL (PostgreSQL) and CLUSTER_SECRET (docs/operations.md, "Many nodes")',
+    );
+  if (heldHere.has(dir)) throw inUse(process.pid);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       fs.writeFileSync(file, String(process.pid), { flag: 'wx' });
-      return () => fs.rmSync(file, { force: true });
+      heldHere.add(dir);
+      return () => {
+        heldHere.delete(dir);
+        fs.rmSync(file, { force: true });
+      };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       const owner = Number(fs.readFileSync(file, 'utf8').trim());
-      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) {
-        throw new DataDirLockedError(
-          `data directory ${dataDir} is in use by process ${owner}: the embedded store serves one node; to run several nodes, ` +
-            'give each the same DATABASE_URL (PostgreSQL) and CLUSTER_SECRET (docs/operations.md, "Many nodes")',
-        );
-      }
+      // A lock of this process that no node holds any more was left by one that did not stop cleanly.
+      if (Number.isInteger(owner) && owner > 0 && owner !== process.pid && isAlive(owner)) throw inUse(owner);
       fs.rmSync(file, { force: true });
     }
   }
