@@ -14,7 +14,7 @@ import { resolveLimits, isPlanTier, type LimitOverrides, type PlanOverrides } fr
 import type { Clock } from '../../clock.js';
 import { AppError } from '../../errors.js';
 import type { Store } from '../db/store.js';
-import { organizationPlan } from '../db/sql/organizationPlans.js';
+import { organizationPlan } from '../db/sql/organizationPlan.js';
 
 const LIMITS_TTL_MS = 30_000;
 /** After a failed refresh, the limits in force are tried again this much later. */

@@ -7,7 +7,10 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import Type from 'typebox';
 import { AppError, validationError } from '../../../errors.js';
-import { issueLoginCode, pruneEmailLogin, throttleLoginMail, useLoginCode } from '../../db/sql/emailLogin.js';
+import { issueLoginCode } from '../../db/sql/issueLoginCode.js';
+import { pruneEmailLogin } from '../../db/sql/pruneEmailLogin.js';
+import { throttleLoginMail } from '../../db/sql/throttleLoginMail.js';
+import { useLoginCode } from '../../db/sql/useLoginCode.js';
 import { ANY_CREDENTIAL } from '../auth.js';
 import type { Request, Response, Route } from '../router.js';
 import type { Session, TokenClaims } from '../tokens.js';

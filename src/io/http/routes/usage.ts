@@ -5,7 +5,7 @@ import Type from 'typebox';
 import { PLAN_RESOURCES, PLAN_TIERS, type LimitOverrides, type PlanTier } from '../../../actors/org/plans.js';
 import { notFound } from '../../../errors.js';
 import { jobStats } from '../../db/sql/jobStats.js';
-import { organizationPlan } from '../../db/sql/organizationPlans.js';
+import { organizationPlan } from '../../db/sql/organizationPlan.js';
 import { readUsageDay } from '../../db/sql/readUsageDay.js';
 import { setOrganizationPlan } from '../../db/sql/setOrganizationPlan.js';
 import { requireAdmin } from '../admin.js';
