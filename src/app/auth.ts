@@ -71,7 +71,7 @@ interface KeyState {
 }
 
 export class Authenticator {
-  readonly tokens: Tokens;
+  private readonly tokens: Tokens;
   private readonly store: Store;
   private readonly clock: Clock;
   private readonly log: Log;
@@ -109,7 +109,7 @@ export class Authenticator {
     return this.apiKey(token);
   }
 
-  /** The principal of an API key (also the login route's check of the key it is given). */
+  /** The principal of an API key (also login's check of the key it is given). */
   async apiKey(key: string): Promise<Principal> {
     const digest = digestKey(key);
     const id = this.digests.get(digest);
@@ -125,7 +125,7 @@ export class Authenticator {
   }
 
   /** The principal of verified access-token claims: not revoked, and its key (if any) still live. */
-  async principalOf(claims: TokenClaims): Promise<Principal> {
+  private async principalOf(claims: TokenClaims): Promise<Principal> {
     this.checkSession(claims);
     if (claims.apiKeyId !== null) {
       const key = await this.keyById(claims.apiKeyId);
