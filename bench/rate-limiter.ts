@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { ManualClock } from '../src/clock.js';
 import { migrate } from '../src/io/db/migrate.js';
 import { PgliteStore } from '../src/io/db/pglite.js';
-import { RateLimiter } from '../src/io/http/rate-limit.js';
+import { RateLimiter } from '../src/app/rate-limit.js';
 
 const N = Number(process.env.BENCH_LIMITER_CALLS ?? 1_000_000);
 const store = await PgliteStore.open(null);

@@ -11,9 +11,7 @@ import { PgStore } from './io/db/pg.js';
 import { lockDataDir } from './io/db/pglite.js';
 import { RemoteStore } from './io/db/remote.js';
 import type { Store } from './io/db/store.js';
-import { Authenticator } from './io/http/auth.js';
 import { LocalInvalidations, PgInvalidations, type InvalidationChannel } from './io/db/invalidations.js';
-import { Tokens } from './io/http/tokens.js';
 import { createMailer, type Mailer } from './io/mail/mailer.js';
 import { apiKeyRoutes } from './io/http/routes/api-keys.js';
 import { authRoutes } from './io/http/routes/auth.js';
@@ -28,22 +26,21 @@ import { scheduleRoutes } from './io/http/routes/schedules.js';
 import { outgoingWebhookRoutes } from './io/http/routes/outgoing-webhooks.js';
 import { WebhookDispatcher } from './io/webhooks/dispatcher.js';
 import { policyOf } from './io/webhooks/ssrf.js';
-import type { Services } from './io/http/routes/services.js';
 import { Router } from './io/http/router.js';
 import { HttpServer } from './io/http/server.js';
 import { openApiDocument } from './io/http/openapi.js';
 import { OpenApiDocument } from './io/http/schemas.js';
 import { ActorPool, type LinkFactory } from './runtime/actor-pool.js';
 import { Cluster } from './runtime/cluster/cluster.js';
-import { bootstrap } from './runtime/bootstrap.js';
-import { loadJwtSecret } from './runtime/jwt-secret.js';
 import { JobPlaces } from './runtime/job-places.js';
 import { Quotas } from './app/quotas.js';
 import { createApp, type App } from './app/app.js';
 import type { AppContext } from './app/context.js';
 import { EventBus } from './app/events.js';
-import { ApiCalls } from './runtime/api-calls.js';
-import { RateLimiter } from './io/http/rate-limit.js';
+import { bootstrap } from './app/organizations.js';
+import { loadJwtSecret, Tokens } from './app/tokens.js';
+import type { ApiCalls } from './app/api-calls.js';
+import { admission } from './app/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
 import { metricsRoutes } from './io/http/routes/metrics.js';
 import { Metrics } from './runtime/metrics.js';
@@ -184,24 +181,6 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       config.jwtAccessTtlSeconds,
       config.jwtRefreshTtlSeconds,
     );
-    const auth = new Authenticator({ store, clock, tokens, log, channel });
-    const limiter = new RateLimiter(store, clock, config.planOverrides);
-    await channel.start({
-      apply: (inv) => {
-        auth.apply(inv);
-        if (inv.kind === 'org') limiter.invalidate(inv.id);
-        else if (inv.kind === 'webhooks') webhooks?.forget(inv.id);
-        else if (inv.kind === 'schedule') built?.scheduler.changed(inv.organizationId, inv.id).catch((err) => log.error('could not read a changed schedule', err));
-      },
-      resync: () => {
-        auth.resync();
-        limiter.invalidateAll();
-        webhooks?.forget(null);
-        // Schedule changes may have been missed: the leader loads them all again.
-        if (cluster?.leader) built?.scheduler.lead(true).catch((err) => log.error('could not reload the schedules', err));
-      },
-    });
-    await auth.start();
     mailer = createMailer(config, log);
     const quotas = new Quotas(pool, clock);
     const events = new EventBus(clock, (err) => log.error('event listener failed', err));
@@ -225,27 +204,43 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       nodeId: c.nodeId,
       aliveMs: config.clusterLeaseMs,
     }));
-    const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel, deliveries };
+    const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel, deliveries, tokens, mailer };
     const app = (built = createApp(ctx));
-    const services: Services = { ...ctx, auth, mailer, app };
+    const { auth, limiter } = app;
+    await channel.start({
+      apply: (inv) => {
+        auth.apply(inv);
+        if (inv.kind === 'org') limiter.invalidate(inv.id);
+        else if (inv.kind === 'webhooks') webhooks?.forget(inv.id);
+        else if (inv.kind === 'schedule') built?.scheduler.changed(inv.organizationId, inv.id).catch((err) => log.error('could not read a changed schedule', err));
+      },
+      resync: () => {
+        auth.resync();
+        limiter.invalidateAll();
+        webhooks?.forget(null);
+        // Schedule changes may have been missed: the leader loads them all again.
+        if (cluster?.leader) built?.scheduler.lead(true).catch((err) => log.error('could not reload the schedules', err));
+      },
+    });
+    await auth.start();
     app.scheduler.start();
-    const calls = (apiCalls = new ApiCalls(store, clock, log));
+    const calls = (apiCalls = app.apiCalls);
     const streams = (hub = new StreamHub(events, clock, auth, config.streamsPerOrg));
     // Subscribers on every node hear the events of every node; stream caps count every node's streams.
     new EventFanOut(c, events, streams).start();
     const queueStats = (stats = new QueueStatsFeed(app.jobs, events, clock, streams, log));
     const router = new Router().add(
-      ...healthRoutes(services),
+      ...healthRoutes(store),
       ...jobRoutes(app),
       ...jobQueryRoutes(app),
       ...dlqRoutes(app),
       ...queueRoutes(app),
       ...queueQueryRoutes(app),
-      ...usageRoutes(services, { limiter, apiCalls: calls }),
-      ...apiKeyRoutes(services),
-      ...authRoutes(services),
-      ...organizationRoutes(services),
-      ...metricsRoutes(services, metrics),
+      ...usageRoutes(app, config),
+      ...apiKeyRoutes(app),
+      ...authRoutes(app),
+      ...organizationRoutes(app, config),
+      ...metricsRoutes(config, metrics),
       ...eventRoutes(app, { hub: streams, stats: queueStats }),
       ...scheduleRoutes(app),
       ...workerRoutes(app),
@@ -266,18 +261,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         responses: { 200: { description: 'OpenAPI 3.1', schema: OpenApiDocument } },
       },
     });
-    /** Every authenticated request: the organization's rate limit, and the count behind its usage statistics. */
-    const admit = async (org: string) => {
-      try {
-        await limiter.admit(org);
-        calls.count(org, false);
-        metrics.onRequest(true);
-      } catch (err) {
-        calls.count(org, true);
-        metrics.onRequest(false);
-        throw err;
-      }
-    };
+    const admit = admission(limiter, calls, (admitted) => metrics.onRequest(admitted));
     const observe = (method: string, route: string, status: number, seconds: number) => metrics.onHttp(method, route, status, seconds);
     const h0 = (http = new HttpServer(router, auth, log, admit, {
       version: VERSION,
@@ -288,7 +272,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     metrics.countStreams('sse', () => h0.openStreams.sse);
     metrics.countStreams('websocket', () => h0.openStreams.websocket);
     const port = await http.listen(config.host, config.port);
-    const g = (grpc = new GrpcServer({ app, services, auth, admit, log }, (method, code, seconds) => metrics.onGrpc(method, code, seconds)));
+    const g = (grpc = new GrpcServer({ app, admit, log }, (method, code, seconds) => metrics.onGrpc(method, code, seconds)));
     metrics.countStreams('grpc', () => g.openStreams);
     const grpcPort = await g.listen(config.host, config.grpcPort);
     const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;

@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
-import { startTestNode, type Api, type TestNode } from './helpers.js';
+import { loadConfig } from '../src/config.js';
+import { startNode, type SluiceNode } from '../src/node.js';
+import { Api, freshStore, startTestNode, type TestNode } from './helpers.js';
 import { assertError, insertKey, QUOTA_EXTRAS } from './http-assert.js';
 
 const clock = new ManualClock(Date.UTC(2030, 5, 1, 23, 0));
@@ -223,4 +225,23 @@ describe('rate limits', () => {
     await clock.advance(60_000);
     assert.equal((await api.get('/api/v1/organizations/usage')).status, 200);
   });
+});
+
+test('API calls counted but not yet written when a node stops are written then: the next boot reports them', async () => {
+  const store = await freshStore();
+  const day = new ManualClock(Date.UTC(2030, 5, 2, 12, 0));
+  const first = await startTestNode({ store, clock: day });
+  let second: SluiceNode | null = null;
+  try {
+    for (let i = 0; i < 3; i++) assert.equal((await first.api.get('/api/v1/auth/me')).status, 200);
+    await first.stop();
+    second = await startNode({ config: loadConfig(first.env), clock: day });
+    const r = await new Api(second.url, first.api.key).get('/api/v1/organizations/usage');
+    assert.equal(r.status, 200);
+    assert.equal(r.body.api_calls.today, 4, 'three calls before the restart, and this one');
+  } finally {
+    await first.stop();
+    await second?.stop();
+    await store.dispose();
+  }
 });

@@ -1,10 +1,15 @@
 // The use cases of a node, one module per resource, built once over the node's AppContext. REST, gRPC and the
 // background services all call these; none of them writes an operation of its own.
+import { ApiCalls } from './api-calls.js';
+import { ApiKeys } from './api-keys.js';
+import { Authenticator, Sessions } from './auth.js';
 import type { AppContext } from './context.js';
 import { DeadLetters } from './dlq.js';
 import { IncomingWebhooks } from './incoming-webhooks.js';
 import { Jobs } from './jobs.js';
+import { Organizations } from './organizations.js';
 import { Queues } from './queues.js';
+import { RateLimiter } from './rate-limit.js';
 import { Scheduler } from './scheduler.js';
 import { Schedules } from './schedules.js';
 import { Webhooks } from './webhooks.js';
@@ -24,11 +29,22 @@ export interface App {
   scheduler: Scheduler;
   /** Workflow operations and their coordination (the node starts and stops its reconciliation). */
   workflows: Workflows;
+  /** Credentials: key lookups, JWTs, revocations. */
+  auth: Authenticator;
+  sessions: Sessions;
+  apiKeys: ApiKeys;
+  organizations: Organizations;
+  /** The admission of every authenticated request, and its count. */
+  limiter: RateLimiter;
+  apiCalls: ApiCalls;
 }
 
 export function createApp(ctx: AppContext): App {
   const jobs = new Jobs(ctx);
   const scheduler = new Scheduler(ctx, jobs);
+  const auth = new Authenticator(ctx);
+  const limiter = new RateLimiter(ctx.store, ctx.clock, ctx.config.planOverrides);
+  const apiCalls = new ApiCalls(ctx.store, ctx.clock, ctx.log);
   return {
     ctx,
     jobs,
@@ -40,5 +56,11 @@ export function createApp(ctx: AppContext): App {
     schedules: new Schedules(ctx, scheduler),
     scheduler,
     workflows: new Workflows(ctx, jobs),
+    auth,
+    sessions: new Sessions(ctx, auth),
+    apiKeys: new ApiKeys(ctx, auth),
+    organizations: new Organizations(ctx, limiter, apiCalls),
+    limiter,
+    apiCalls,
   };
 }

@@ -1,17 +1,19 @@
 // What the use cases are given: the node's configuration and clock, the actors (every write to jobs and queues
 // goes through them), the store (reads, and the writes of resources no actor owns), job routing, quota
-// admission, the event bus, the channel that tells every node of a change to what it caches, and the delivery of
-// outgoing webhooks.
+// admission, the event bus, the channel that tells every node of a change to what it caches, the delivery of
+// outgoing webhooks, the node's JWT signer, and outgoing mail.
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { InvalidationChannel } from '../io/db/invalidations.js';
 import type { Store } from '../io/db/store.js';
+import type { Mailer } from '../io/mail/mailer.js';
 import type { WebhookDispatcher } from '../io/webhooks/dispatcher.js';
 import type { Log } from '../log.js';
 import type { ActorPool } from '../runtime/actor-pool.js';
 import type { JobPlaces } from '../runtime/job-places.js';
 import type { EventBus } from './events.js';
 import type { Quotas } from './quotas.js';
+import type { Tokens } from './tokens.js';
 
 export interface AppContext {
   config: Config;
@@ -28,4 +30,7 @@ export interface AppContext {
   invalidations: InvalidationChannel;
   /** Outgoing webhook deliveries (the outside-world part): told of endpoint changes, sends test deliveries. */
   deliveries: WebhookDispatcher;
+  /** Signs and verifies the node's JWTs (one secret for every node of a cluster). */
+  tokens: Tokens;
+  mailer: Mailer;
 }

@@ -7,7 +7,7 @@ import { JobIds } from '../../actors/ids.js';
 import type { Clock } from '../../clock.js';
 import { AppError } from '../../errors.js';
 import type { EventBus, SluiceEvent } from '../../app/events.js';
-import type { Authenticator, Principal, Revocation } from '../http/auth.js';
+import type { Authenticator, Principal, Revocation } from '../../app/auth.js';
 
 /** What clients receive: the bus envelope without organization_id (always the caller's own). */
 export interface Envelope {

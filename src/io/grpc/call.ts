@@ -4,14 +4,11 @@ import { Metadata, status as Status, type handleUnaryCall, type ServerDuplexStre
 import { AppError, CATALOG } from '../../errors.js';
 import { assertClean } from '../input.js';
 import type { Log } from '../../log.js';
-import { authorize, type Authenticator, type Principal } from '../http/auth.js';
 import type { App } from '../../app/app.js';
-import type { Services } from '../http/routes/services.js';
+import { authorize, type Principal } from '../../app/auth.js';
 
 export interface GrpcContext {
   app: App;
-  services: Services;
-  auth: Authenticator;
   /** The per-organization admission HTTP requests go through. */
   admit: (organizationId: string) => Promise<void>;
   log: Log;
@@ -25,7 +22,7 @@ export async function principalOf(ctx: GrpcContext, metadata: Metadata, permissi
   const key = typeof raw === 'string' ? raw.trim() : '';
   if (key === '') throw new AppError('UNAUTHORIZED', 'Missing x-api-key metadata (an API key)');
   if (key.startsWith('eyJ')) throw new AppError('UNAUTHORIZED', 'gRPC accepts API keys only; JWTs are not accepted');
-  const principal = await ctx.auth.apiKey(key);
+  const principal = await ctx.app.auth.apiKey(key);
   await ctx.admit(principal.organizationId);
   authorize(principal, permission);
   return principal;
@@ -50,7 +47,7 @@ export function grpcError(err: unknown, log: Log): Partial<ServiceError> {
  * body. A google.protobuf.Struct spends three object levels per JSON level ({fields: {k: {structValue: …}}}).
  */
 export function assertCleanRequest(ctx: GrpcContext, request: unknown): void {
-  assertClean(request, 3 * ctx.services.config.bodyMaxDepth + 8, '(request)');
+  assertClean(request, 3 * ctx.app.ctx.config.bodyMaxDepth + 8, '(request)');
 }
 
 /** A unary RPC: authenticate, check the request, run, answer. */
@@ -97,7 +94,7 @@ export class OpenStream {
   async authenticate(permission: string): Promise<string> {
     const p = await principalOf(this.ctx, this.call.metadata, permission);
     const keyId = p.apiKeyId;
-    const stop = this.ctx.auth.onRevoke((r) => {
+    const stop = this.ctx.app.auth.onRevoke((r) => {
       if (r.keyId === keyId) this.fail(new AppError('UNAUTHORIZED', 'The API key has been revoked'));
     });
     if (this.live) this.cleanups.push(stop);

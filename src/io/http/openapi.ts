@@ -6,7 +6,7 @@
 import type { TSchema } from 'typebox';
 import Value from 'typebox/value';
 import { CATALOG, type ErrorCode } from '../../errors.js';
-import { ANY_CREDENTIAL } from './auth.js';
+import { ANY_CREDENTIAL } from '../../app/auth.js';
 import type { Route } from './router.js';
 import { ErrorBody } from './schemas.js';
 

@@ -2,7 +2,7 @@
 // that exists under another method answers 405 with Allow, and an unknown path 404.
 import type { TSchema } from 'typebox';
 import type { ErrorCode } from '../../errors.js';
-import type { Principal } from './auth.js';
+import type { Principal } from '../../app/auth.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 

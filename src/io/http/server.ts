@@ -14,7 +14,8 @@ import { performance } from 'node:perf_hooks';
 import { AppError } from '../../errors.js';
 import type { Log } from '../../log.js';
 import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, assertClean, assertCleanParams, scanJson } from '../input.js';
-import { authorize, queryCredential, rejectQueryCredential, type Authenticator, type Principal } from './auth.js';
+import { authorize, type Authenticator, type Principal } from '../../app/auth.js';
+import { bearerToken, queryCredential, rejectQueryCredential } from './auth.js';
 import type { Method, Request, Response, Router, StreamSink } from './router.js';
 import { requestIdOf } from './request-id.js';
 import { loadUws, type HttpRequest, type HttpResponse, type TemplatedApp, type us_listen_socket, type WebSocket } from './uws.js';
@@ -226,7 +227,7 @@ export class HttpServer {
   }
 
   private async principal(authorization: string, permission: string): Promise<Principal> {
-    const principal = await this.auth.authenticate(authorization);
+    const principal = await this.auth.credential(bearerToken(authorization));
     await this.admit(principal.organizationId);
     authorize(principal, permission);
     return principal;

@@ -2,7 +2,7 @@
 // returned to the caller once and never again. Permissions go in as one comma-separated string because array
 // parameters are sent differently by pg and PGlite (permission names hold no comma).
 import type { Store } from '../store.js';
-import { API_KEY_COLUMNS, type ApiKeyRow } from './listApiKeys.js';
+import { API_KEY_COLUMNS, type ApiKeyRow } from './getApiKey.js';
 
 export interface NewApiKey {
   id: string;

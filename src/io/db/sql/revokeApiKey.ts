@@ -1,7 +1,7 @@
 // revokeApiKey — sets revoked_at once; revoking a revoked key keeps its first revocation time. Returns the key
 // (null when the organization has no such key), and whether this call revoked it.
 import type { Store } from '../store.js';
-import { API_KEY_COLUMNS, type ApiKeyRow } from './listApiKeys.js';
+import { API_KEY_COLUMNS, type ApiKeyRow } from './getApiKey.js';
 
 export async function revokeApiKey(
   store: Store,

@@ -1,41 +1,14 @@
-// API key routes: create (the key is in this answer only), list, get, revoke. All need `*`: a key that could
-// mint keys could grant itself any permission. Keys are never shown again, nor their digests; the prefix
-// (`svc_test_AbCd…`) is what tells them apart in a list.
-import { randomUUID } from 'node:crypto';
-import Type, { type Static } from 'typebox';
-import { newApiKey } from '../../../actors/org/api-key.js';
-import { notFound } from '../../../errors.js';
-import { createApiKey } from '../../db/sql/createApiKey.js';
-import { getApiKey, listApiKeys, type ApiKeyRow } from '../../db/sql/listApiKeys.js';
-import { revokeApiKey } from '../../db/sql/revokeApiKey.js';
-import { PERMISSIONS } from '../auth.js';
+// API key routes (REST adapter): create (the key is in this answer only), list, get, revoke. All need `*`: a key
+// that could mint keys could grant itself any permission. Keys are never shown again, nor their digests; the
+// prefix (`svc_test_AbCd…`) is what tells them apart in a list. The operations are src/app/api-keys.ts.
+import Type from 'typebox';
+import type { App } from '../../../app/app.js';
+import { CreateKeyBody } from '../../../app/api-keys.js';
+import { PERMISSIONS } from '../../../app/auth.js';
+import type { ApiKeyRow } from '../../db/sql/getApiKey.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
 import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
-import { validator } from '../../validate.js';
-import type { Services } from './services.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export const Permission = Type.Union([
-  Type.Literal('*'),
-  Type.Literal('jobs:read'),
-  Type.Literal('jobs:write'),
-  Type.Literal('queues:read'),
-  Type.Literal('queues:write'),
-  Type.Literal('dlq:read'),
-  Type.Literal('dlq:write'),
-]);
-// PERMISSIONS (auth.ts) is the list; this line stops compiling if one of its names is missing above.
-PERMISSIONS satisfies ReadonlyArray<Static<typeof Permission>>;
-export const Permissions = Type.Array(Permission, { minItems: 1, maxItems: PERMISSIONS.length, uniqueItems: true });
-
-const CreateBody = validator(
-  Type.Object({
-    name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
-    permissions: Type.Optional(Permissions),
-  }),
-);
 
 /** Keyset over (created_at, id), newest first. */
 const KEYS_CURSOR = cursorCodec('api-keys', ['time', 'uuid']);
@@ -62,7 +35,7 @@ const CreatedKey = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
 }, { $id: 'CreatedApiKey' });
 
-export function presentApiKey(row: ApiKeyRow): Record<string, unknown> {
+function presentApiKey(row: ApiKeyRow): Record<string, unknown> {
   return {
     id: row.id,
     name: row.name,
@@ -75,32 +48,12 @@ export function presentApiKey(row: ApiKeyRow): Record<string, unknown> {
   };
 }
 
-export function apiKeyRoutes(s: Services): Route[] {
-  const keyOf = async (req: Request): Promise<ApiKeyRow> => {
-    const id = req.params.id!;
-    const row = UUID.test(id) ? await getApiKey(s.store, req.principal.organizationId, id.toLowerCase()) : null;
-    if (!row) throw notFound('API key');
-    return row;
-  };
+export function apiKeyRoutes(app: App): Route[] {
+  const keys = app.apiKeys;
+  const org = (req: Request) => req.principal.organizationId;
 
   const create = async (req: Request): Promise<Response> => {
-    const body = CreateBody(req.body);
-    const { key, digest, prefix } = newApiKey(s.config.production);
-    const org = req.principal.organizationId;
-    await s.quotas.reserve(org, 'api_keys');
-    const row = await createApiKey(s.store, {
-      id: randomUUID(),
-      organizationId: org,
-      name: body.name,
-      digest,
-      prefix,
-      // `*` already grants everything: a list holding it is just `*`.
-      permissions: body.permissions === undefined || body.permissions.includes('*') ? ['*'] : body.permissions,
-      at: new Date(s.clock.now()),
-    }).catch((err) => {
-      s.quotas.release(org, 'api_keys');
-      throw err;
-    });
+    const { row, key } = await keys.create(org(req), CreateKeyBody(req.body));
     return {
       status: 201,
       body: { id: row.id, name: row.name, key, key_prefix: row.key_prefix, permissions: row.permissions, created_at: isoOf(row.created_at) },
@@ -109,22 +62,13 @@ export function apiKeyRoutes(s: Services): Route[] {
 
   const list = async (req: Request): Promise<Response> => {
     const limit = parseLimit(req.query);
-    const after = readCursor(req.query, KEYS_CURSOR);
-    const rows = await listApiKeys(s.store, req.principal.organizationId, after, limit);
+    const rows = await keys.list(org(req), readCursor(req.query, KEYS_CURSOR), limit);
     return pageResponse(req, rows, limit, KEYS_CURSOR, (r) => [r.cursor_at, r.id], presentApiKey);
   };
 
-  const get = async (req: Request): Promise<Response> => ({ status: 200, body: presentApiKey(await keyOf(req)) });
+  const get = async (req: Request): Promise<Response> => ({ status: 200, body: presentApiKey(await keys.get(org(req), req.params.id!)) });
 
-  const revoke = async (req: Request): Promise<Response> => {
-    const id = req.params.id!;
-    const done = UUID.test(id) ? await revokeApiKey(s.store, req.principal.organizationId, id.toLowerCase(), new Date(s.clock.now())) : null;
-    if (!done) throw notFound('API key');
-    // Committed: from now on every node refuses the key and the JWTs issued from it, and it stops counting.
-    await s.auth.revokeKey(done.key.id);
-    if (done.revokedNow) s.quotas.release(req.principal.organizationId, 'api_keys');
-    return { status: 200, body: presentApiKey(done.key) };
-  };
+  const revoke = async (req: Request): Promise<Response> => ({ status: 200, body: presentApiKey(await keys.revoke(org(req), req.params.id!)) });
 
   return [
     {
@@ -136,7 +80,7 @@ export function apiKeyRoutes(s: Services): Route[] {
         operationId: 'createApiKey',
         summary: 'Create an API key of the organization (the key is shown in this answer only)',
         description: `permissions default to ["*"]; each is one of ${PERMISSIONS.join(', ')}.`,
-        body: CreateBody.schema,
+        body: CreateKeyBody.schema,
         responses: { 201: { description: 'The new key, with its secret value', schema: CreatedKey } },
         errors: ['QUOTA_EXCEEDED'],
       },

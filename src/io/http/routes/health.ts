@@ -1,10 +1,10 @@
 // Probes. /health and /health/live answer while the process serves requests; /health/ready also proves the
 // store answers. None of them needs a credential or tells the version.
+import type { Store } from '../../db/store.js';
 import type { Route } from '../router.js';
 import { Health, Readiness } from '../schemas.js';
-import type { Services } from './services.js';
 
-export function healthRoutes(s: Services): Route[] {
+export function healthRoutes(store: Store): Route[] {
   const ok = () => ({ status: 200, body: { status: 'ok' } });
   return [
     { method: 'GET', path: '/health', permission: null, handler: ok, doc: { operationId: 'getHealth', summary: 'Health check', responses: { 200: { description: 'ok', schema: Health } } } },
@@ -22,7 +22,7 @@ export function healthRoutes(s: Services): Route[] {
       },
       handler: async () => {
         try {
-          await s.store.query('SELECT 1');
+          await store.query('SELECT 1');
           return { status: 200, body: { status: 'ready', checks: { store: 'ok' } } };
         } catch (err) {
           return {

@@ -7,7 +7,7 @@
 import Type from 'typebox';
 import type { App } from '../../../app/app.js';
 import { EnqueueBody } from '../../../app/jobs.js';
-import type { Principal } from '../auth.js';
+import type { Principal } from '../../../app/auth.js';
 import type { Request, Response, Route } from '../router.js';
 import { CreatedJob } from '../schemas.js';
 import { JOB_ADMISSION, presentEnqueued } from './jobs.js';

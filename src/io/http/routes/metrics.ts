@@ -6,15 +6,15 @@
 // rate-limited like any API route.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import Type from 'typebox';
+import type { Config } from '../../../config.js';
 import { AppError } from '../../../errors.js';
 import { MAX_REPORTED_QUEUES, type Metrics } from '../../../runtime/metrics.js';
 import type { Route } from '../router.js';
-import type { Services } from './services.js';
 
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 
-export function metricsRoutes(s: Services, metrics: Metrics): Route[] {
-  const token = s.config.metricsToken;
+export function metricsRoutes(config: Pick<Config, 'metricsToken'>, metrics: Metrics): Route[] {
+  const token = config.metricsToken;
   return [
     {
       method: 'GET',

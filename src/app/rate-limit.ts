@@ -1,4 +1,5 @@
-// Per-organization rate limiting on the main thread: a sliding window, at most `burst` requests in any
+// Per-organization rate limiting on the main thread, the admission of every authenticated request (REST and gRPC
+// alike): a sliding window, at most `burst` requests in any
 // 1-second window and `rate × 60` in any 60-second window (DESIGN §4). Refused requests do not count.
 //
 // It runs on every authenticated request, so it is synchronous once an organization's limits are known. Each
@@ -10,11 +11,12 @@
 // Limits come from the plan and are cached for 30 s; a plan change on this node drops the entry at once. When
 // the store cannot be read at refresh time the known limits stay in force and are tried again shortly; an
 // organization never seen before gets the store's 503.
-import { resolveLimits, isPlanTier, type LimitOverrides, type PlanOverrides } from '../../actors/org/plans.js';
-import type { Clock } from '../../clock.js';
-import { AppError } from '../../errors.js';
-import type { Store } from '../db/store.js';
-import { organizationPlan } from '../db/sql/organizationPlans.js';
+import { resolveLimits, isPlanTier, type LimitOverrides, type PlanOverrides } from '../actors/org/plans.js';
+import type { Clock } from '../clock.js';
+import { AppError } from '../errors.js';
+import type { Store } from '../io/db/store.js';
+import { organizationPlan } from '../io/db/sql/organizationPlan.js';
+import type { ApiCalls } from './api-calls.js';
 
 const LIMITS_TTL_MS = 30_000;
 /** After a failed refresh, the limits in force are tried again this much later. */
@@ -140,4 +142,23 @@ export class RateLimiter {
     }
     return p;
   }
+}
+
+/**
+ * The admission of every authenticated request, REST and gRPC alike: the organization's rate limit, and the
+ * count behind its usage statistics (refused requests are counted as such). `observe` sees each outcome
+ * (metrics).
+ */
+export function admission(limiter: RateLimiter, calls: ApiCalls, observe: (admitted: boolean) => void): (organizationId: string) => Promise<void> {
+  return async (org) => {
+    try {
+      await limiter.admit(org);
+      calls.count(org, false);
+      observe(true);
+    } catch (err) {
+      calls.count(org, true);
+      observe(false);
+      throw err;
+    }
+  };
 }

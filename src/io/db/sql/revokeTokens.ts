@@ -1,6 +1,5 @@
-// revokeTokens / liveRevokedTokens — JWT ids revoked by logout. Written before logout answers, read by every
-// node at boot; rows of tokens that have expired anyway are deleted at the same time, since no token they name
-// can pass verification any more.
+// revokeTokens — JWT ids revoked by logout, written before logout answers (read back by liveRevokedTokens at
+// every node's boot).
 import type { Store } from '../store.js';
 
 export interface RevokedToken {
@@ -22,10 +21,4 @@ export async function revokeTokens(store: Store, organizationId: string, tokens:
      ON CONFLICT (jti) DO UPDATE SET expires_at = GREATEST(revoked_tokens.expires_at, EXCLUDED.expires_at)`,
     params,
   );
-}
-
-export async function liveRevokedTokens(store: Store, now: Date): Promise<RevokedToken[]> {
-  await store.query('DELETE FROM revoked_tokens WHERE expires_at <= $1', [now]);
-  const rows = await store.query<{ jti: string; expires_at: Date | string }>('SELECT jti, expires_at FROM revoked_tokens', []);
-  return rows.map((r) => ({ jti: r.jti, expiresAt: new Date(r.expires_at).getTime() }));
 }
