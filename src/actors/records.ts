@@ -95,6 +95,8 @@ export type JournalRecord =
       payload?: unknown;
       /** The worker's latest progress report. */
       progress?: Progress;
+      /** The job gives up its idempotency key (its window is over and a new job takes the key). */
+      dropKey?: true;
       /** Return the whole row after the write (claims hand the payload to the worker). */
       returning?: boolean;
       /** Write only if the row is in one of these states (reviving a terminal job the actor does not hold). */

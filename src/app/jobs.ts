@@ -210,6 +210,12 @@ export class Jobs {
       return { created: true, job: { ...reply.job, payload: input.payload } };
     }
     this.c.quotas.releaseJobs(org, admission, 1);
+    if ('debounced' in reply) {
+      // A waiting job of the same debounce key took this payload: that job is the answer.
+      const job = await getJob(this.c.store, org, reply.id);
+      if (!job) throw new AppError('UNAVAILABLE', 'The debounced job could not be read; retry');
+      return { created: false, job };
+    }
     const existing = await getJobByKey(this.c.store, org, reply.idempotency_key);
     if (!existing) throw new AppError('UNAVAILABLE', 'The job holding this idempotency key could not be read; retry');
     return { created: false, job: existing };

@@ -313,13 +313,14 @@ export class QueueActor {
     const now = fx.now;
     if (key !== null) {
       const existing = this.keys.get(key);
-      if (existing && (existing.idempotency_expires_at === null || existing.idempotency_expires_at > now)) {
+      if (existing && (existing.status === 'provisional' || existing.idempotency_expires_at === null || existing.idempotency_expires_at > now)) {
         return () => ({ created: false, idempotency_key: key });
       }
-      // The key's window is over: it passes to the new job (the insert's commit frees it in the store).
+      // The key's window is over: it passes to the new job, in the commit of the new job's insert.
       if (existing) {
         this.keys.delete(key);
         existing.idempotency_key = null;
+        fx.write({ kind: 'update', id: existing.id, state: this.state(existing, now), dropKey: true });
       }
     }
     const debounce = input.debounce ?? null;
