@@ -676,7 +676,7 @@ export class QueueActor {
 
   // --- the queue itself ---
 
-  createQueue(config: QueueConfig, fx: Effects): Reply<QueueView> {
+  createQueue(config: Partial<QueueConfig>, fx: Effects): Reply<QueueView> {
     if (this.queue) throw new AppError('QUEUE_EXISTS', `Queue '${this.name}' already exists`);
     this.ensureQueue(fx, config);
     return this.viewReply();
@@ -826,9 +826,9 @@ export class QueueActor {
   // --- internals ---
 
   /** A job sent to an unknown queue creates it; an explicit create was counted against the quota already. */
-  private ensureQueue(fx: Effects, config: QueueConfig | null = null): void {
+  private ensureQueue(fx: Effects, config: Partial<QueueConfig> | null = null): void {
     if (this.queue) return;
-    const cfg = config ?? NO_CONFIG;
+    const cfg = { ...NO_CONFIG, ...config };
     this.writeQueue(fx, { paused: false, paused_reason: null, paused_at: null, ...cfg, created_at: fx.now, updated_at: fx.now });
     this.applyLimits(null);
     if (config === null) fx.emit({ type: 'queue.created', organization_id: this.organizationId, queue_name: this.name });
