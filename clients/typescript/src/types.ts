@@ -128,6 +128,24 @@ export interface FailReply {
   [field: string]: unknown;
 }
 
+/** The lease holder's last report on a job (POST /jobs/:id/progress). */
+export interface JobProgress {
+  progress: number;
+  message: string | null;
+  data: unknown;
+  at: string;
+}
+
+/** GET /jobs/:id/explain: every reason that holds now (docs/flow-control.md). */
+export interface JobExplanation {
+  id: string;
+  queue_name: string;
+  status: JobStatus;
+  running: boolean;
+  reasons: Array<{ reason: string; message: string; [data: string]: unknown }>;
+  at: string;
+}
+
 export interface HeartbeatReply {
   id: string;
   lease_id: string;
