@@ -3,6 +3,8 @@
 // on an SSE stream, cancelling running work, explain (one test per reason, each from a real state), and a restart
 // that keeps keys, limits and debounce state.
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
@@ -152,6 +154,45 @@ describe('flow control (real time)', () => {
     assert.deepEqual(got.body.progress.data, { rows: 4 });
     assertError(await api.post(`/api/v1/jobs/${job.id}/progress`, { worker_id: 'other', progress: 50 }), 409, 'LEASE_EXPIRED');
     assertInvalid(await api.post(`/api/v1/jobs/${job.id}/progress`, { worker_id: 'w1', progress: 101 }), 'progress');
+  });
+
+  test('job.progress reaches an outgoing webhook at most once a second per job, the last report last', async () => {
+    const got: Array<{ at: number; body: any }> = [];
+    const server = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', () => {
+        got.push({ at: Date.now(), body: JSON.parse(raw) });
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const hook = await api.post('/api/v1/outgoing-webhooks', { name: 'progress', url, events: ['job.progress'] });
+      assert.equal(hook.status, 201, JSON.stringify(hook.body));
+      const job = await api.enqueue({ queue_name: 'prog-hook' });
+      const [c] = await api.claim('prog-hook');
+      const t0 = Date.now();
+      for (let p = 5; p <= 100; p += 5) {
+        const r = await api.post(`/api/v1/jobs/${job.id}/progress`, { worker_id: 'w1', lease_id: c.lease_id, progress: p });
+        assert.equal(r.status, 200);
+      }
+      const sendMs = Date.now() - t0;
+      const deadline = Date.now() + 5_000;
+      while (got.at(-1)?.body.data.progress !== 100 && Date.now() < deadline) await sleep(50);
+      await sleep(1_200);
+      const values = got.map((g) => g.body.data.progress);
+      assert.equal(values.at(-1), 100, `the last report arrives: ${values.join(',')}`);
+      // One per started second of reporting, plus the held last one.
+      assert.ok(values.length <= Math.ceil(sendMs / 1000) + 1, `${values.length} deliveries for 20 reports sent in ${sendMs} ms: ${values.join(',')}`);
+      // Measured at the receiver, so with some delivery jitter.
+      for (let i = 1; i < got.length; i++) assert.ok(got[i]!.at - got[i - 1]!.at >= 800, 'at most one a second');
+      await api.delete(`/api/v1/outgoing-webhooks/${hook.body.id}`);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+    }
   });
 
   test('cancelling a running job: its heartbeat answers 409 JOB_CANCELLED, its late complete 409', async () => {
