@@ -245,6 +245,38 @@ describe('QueueActor: debounce and idempotency windows', () => {
     assert.equal(next.created, true);
   });
 
+  test('a rebuilt actor finds the waiting job of a debounce key, but not a job that already ran (a retry)', () => {
+    const t = Date.UTC(2030, 0, 1);
+    const row = (n: number, started: boolean): Omit<LiveJob, 'ver'> => ({
+      id: `00000000-0000-7000-8000-${String(n).padStart(12, '0')}`,
+      status: 'scheduled',
+      priority: 0,
+      retry_count: started ? 1 : 0,
+      max_retries: 3,
+      timeout_seconds: 60,
+      last_error: started ? 'boom' : null,
+      scheduled_at: t + 5_000,
+      started_at: started ? t - 1_000 : null,
+      assigned_worker_id: null,
+      lease_id: null,
+      lease_expires_at: null,
+      lease_ms: 60_000,
+      idempotency_key: null,
+      callback: false,
+      workflow_id: null,
+      blocked: false,
+      concurrency_key: null,
+      idempotency_expires_at: null,
+      debounce_key: started ? 'ran' : 'waits',
+      debounce_until: t + 8_000,
+    });
+    const h = harness({}, [row(1, false), row(2, true)]);
+    const d = (key: string) => ({ debounce: { key, delay_ms: 500, max_delay_ms: null } });
+    const absorbed = h.enqueue(d('waits'));
+    assert.ok(!absorbed.created && 'debounced' in absorbed && absorbed.id === row(1, false).id);
+    assert.equal(h.enqueue(d('ran')).created, true);
+  });
+
   test('max_delay_ms bounds the push', () => {
     const h = harness();
     const t0 = h.now();

@@ -296,7 +296,8 @@ export class QueueActor {
       const job: LiveJob = { ...row, ver: 0 };
       this.place(job);
       if (job.status === 'processing') this.started(job);
-      if (job.debounce_key !== null && job.status !== 'processing') this.debounces.set(job.debounce_key, job);
+      // Only a job that never ran still absorbs its burst: a claim ends the burst, and a retry does not reopen it.
+      if (job.debounce_key !== null && job.status !== 'processing' && job.started_at === null) this.debounces.set(job.debounce_key, job);
     }
   }
 
