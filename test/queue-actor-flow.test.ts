@@ -257,6 +257,7 @@ describe('QueueActor: debounce and idempotency windows', () => {
       last_error: started ? 'boom' : null,
       scheduled_at: t + 5_000,
       started_at: started ? t - 1_000 : null,
+      due_at: t + 5_000,
       assigned_worker_id: null,
       lease_id: null,
       lease_expires_at: null,
