@@ -1,4 +1,5 @@
-// Scenario 2 — claim → complete with 50 concurrent workers. The queue is pre-filled first (50 concurrent
+// Scenario 2 — claim → complete with 50 concurrent workers (cycleKeys: the same with jobs spread over 1,000
+// concurrency keys, so every claim goes through the per-key lanes; its ratio to `cycle` is the cost of fairness). The queue is pre-filled first (50 concurrent
 // enqueuers), then 50 loops each claim (limit 1, or 10 in the variant) and complete what they got, with no
 // work in between: this measures the queue, not a job. Jobs completed in the first second are warm-up and
 // not counted; a loop stops at the deadline or when the queue runs dry.
@@ -7,16 +8,16 @@ import { Client, expectStatus, fmt, now, percentile, prefill, sortedOf, usageRow
 const WORKERS = 50;
 const WARMUP_MS = 1_000;
 
-async function run(ctx: Context, limit: number): Promise<Row[]> {
-  const scenario = `2. claim → complete, ${WORKERS} workers, limit ${limit}`;
+async function run(ctx: Context, limit: number, keys = 0): Promise<Row[]> {
+  const scenario = `2. claim → complete, ${WORKERS} workers, limit ${limit}${keys > 0 ? `, ${fmt(keys)} concurrency keys` : ''}`;
   const seconds = Number(process.env.BENCH_SECONDS ?? 10);
   const jobs = Number(process.env.BENCH_CYCLE_JOBS ?? (limit === 1 ? 40_000 : 90_000));
-  const queue = `bench-cycle-${limit}`;
+  const queue = `bench-cycle-${limit}${keys > 0 ? '-keys' : ''}`;
   const client = new Client(ctx.url, ctx.key, WORKERS * Math.max(1, limit));
   try {
     ctx.log(`${scenario}: pre-filling ${fmt(jobs)} jobs`);
     const t0 = now();
-    const filled = await prefill(client, queue, jobs, WORKERS);
+    const filled = await prefill(client, queue, jobs, WORKERS, 120_000, keys);
     ctx.log(`${scenario}: pre-filled ${fmt(filled)} in ${fmt((now() - t0) / 1000, 1)} s; measuring ${seconds} s`);
 
     const start = now();
@@ -95,3 +96,4 @@ async function run(ctx: Context, limit: number): Promise<Row[]> {
 
 export const cycle = (ctx: Context) => run(ctx, 1);
 export const cycle10 = (ctx: Context) => run(ctx, 10);
+export const cycleKeys = (ctx: Context) => run(ctx, 1, 1_000);

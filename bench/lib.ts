@@ -293,14 +293,22 @@ export function expectStatus(r: Reply, status: number, what: string): void {
  * Enqueues `count` jobs with `concurrency` loops, for scenarios that need a full queue. Bounded by count and
  * by `maxMs`; returns how many went in.
  */
-export async function prefill(client: Client, queue: string, count: number, concurrency: number, maxMs = 120_000): Promise<number> {
+export async function prefill(
+  client: Client,
+  queue: string,
+  count: number,
+  concurrency: number,
+  maxMs = 120_000,
+  /** Jobs spread round-robin over this many concurrency keys; 0: no key. */
+  keys = 0,
+): Promise<number> {
   let next = 0;
   let done = 0;
   const deadline = now() + maxMs;
   const loop = async () => {
     while (next < count && now() < deadline) {
       next++;
-      const r = await client.post('/api/v1/jobs', { queue_name: queue, payload: { n: next } });
+      const r = await client.post('/api/v1/jobs', { queue_name: queue, payload: { n: next }, ...(keys > 0 ? { concurrency_key: `k${next % keys}` } : {}) });
       expectStatus(r, 201, 'prefill enqueue');
       done++;
     }

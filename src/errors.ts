@@ -32,6 +32,7 @@ export const CATALOG = {
   QUEUE_NOT_EMPTY: { error: 'conflict', status: 409, grpc: GRPC.FAILED_PRECONDITION, message: 'The queue still has live jobs' },
   WORKER_ID_TAKEN: { error: 'conflict', status: 409, grpc: GRPC.FAILED_PRECONDITION, message: 'This worker id is registered by another organization' },
   SLUG_TAKEN: { error: 'conflict', status: 409, grpc: GRPC.FAILED_PRECONDITION, message: 'The organization slug is taken' },
+  JOB_CANCELLED: { error: 'conflict', status: 409, grpc: GRPC.FAILED_PRECONDITION, message: 'The job was cancelled while it ran; stop working on it' },
   UPGRADE_REQUIRED: { error: 'upgrade_required', status: 426, grpc: GRPC.FAILED_PRECONDITION, message: 'This route only answers a WebSocket upgrade' },
   PAYLOAD_TOO_LARGE: { error: 'payload_too_large', status: 413, grpc: GRPC.RESOURCE_EXHAUSTED, message: 'The payload is larger than allowed' },
   URI_TOO_LONG: { error: 'uri_too_long', status: 414, grpc: GRPC.INVALID_ARGUMENT, message: 'The request target is too long' },

@@ -156,6 +156,17 @@ describe('sluice CLI', { concurrency: true }, () => {
     await fails(['jobs', 'get'], 2, /usage: sluice jobs get <id>/);
   });
 
+  test('jobs explain', async () => {
+    const job = await sdk.jobs.enqueue({ queue_name: 'cli-explain', payload: {} });
+    await sdk.queues.pause('cli-explain', 'maintenance');
+    const shown = await ok(['jobs', 'explain', job.id]);
+    assert.match(shown.stdout, new RegExp(`^${job.id}\\s+pending in cli-explain$`, 'm'));
+    assert.match(shown.stdout, /^- queue_paused: The queue 'cli-explain' is paused$/m);
+    const asJson = await okJson<any>(['jobs', 'explain', job.id]);
+    assert.equal(asJson.reasons[0].paused_reason, 'maintenance');
+    await fails(['jobs', 'explain'], 2, /usage: sluice jobs explain <id>/);
+  });
+
   test('queues list, stats, pause, resume', async () => {
     await sdk.jobs.enqueue({ queue_name: 'cli-queue', payload: {} });
     const queues = await okJson<any[]>(['queues', 'list', '--all']);

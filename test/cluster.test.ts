@@ -164,6 +164,41 @@ describe('two nodes on one database', { skip }, () => {
     assert.equal(seen.size, total);
     assert.deepEqual([...seen.values()].filter((n) => n !== 1), []);
   });
+
+  test('concurrency_per_key 2 holds across nodes: 16 claim loops through each node, never more than 2 of a key at once', { timeout: 120_000 }, async () => {
+    const queue = 'perkey-cluster';
+    assert.equal((await onA.post('/api/v1/queues', { name: queue, concurrency_per_key: 2 })).status, 201);
+    for (const key of ['K1', 'K2', 'K3']) {
+      const r = await onB.post('/api/v1/jobs/bulk', { queue_name: queue, jobs: Array.from({ length: 20 }, () => ({ payload: {}, concurrency_key: key })) });
+      assert.equal(r.body.success_count, 20);
+    }
+    const held = new Map<string, number>();
+    let worst = 0;
+    let done = 0;
+    const loop = async (api: Api, w: string) => {
+      for (let idle = 0; idle < 8 && done < 60; ) {
+        const jobs = await api.claim(queue, { worker_id: w, limit: 3 });
+        if (jobs.length === 0) {
+          idle++;
+          await sleep(5);
+          continue;
+        }
+        for (const j of jobs) held.set(j.concurrency_key, (held.get(j.concurrency_key) ?? 0) + 1);
+        worst = Math.max(worst, ...held.values());
+        await sleep(3);
+        for (const j of jobs) {
+          // Released before the complete is sent: the owner still counts it, so this count never overstates.
+          held.set(j.concurrency_key, held.get(j.concurrency_key)! - 1);
+          const c = await api.post(`/api/v1/jobs/${j.id}/complete`, { worker_id: w, lease_id: j.lease_id });
+          assert.equal(c.status, 200, JSON.stringify(c.body));
+          done++;
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 32 }, (_, i) => loop(i % 2 === 0 ? onA : onB, `pk-${i}`)));
+    assert.equal(done, 60);
+    assert.ok(worst <= 2, `a key had ${worst} jobs processing at once`);
+  });
 });
 
 describe('three nodes: the cluster-wide tasks run once', { skip }, () => {

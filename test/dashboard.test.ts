@@ -126,6 +126,21 @@ describe('dashboard', { skip: skip ?? false }, () => {
     assert.equal((await n.api.get('/api/v1/jobs/dlq?queue_name=ui-dlq')).body.length, 0);
   });
 
+  test('the job page says why a job is not running, and shows the progress its worker reported', async () => {
+    const waiting = await n.api.enqueue({ queue_name: 'ui-why', payload: {} });
+    await n.api.post('/api/v1/queues/ui-why/pause', { reason: 'deploy' });
+    await go(page, `#/jobs/${waiting.id}`);
+    await page.waitForSelector("[data-testid=job-explain] >> text=The queue 'ui-why' is paused");
+    await n.api.post('/api/v1/queues/ui-why/resume');
+    const [c] = await n.api.claim('ui-why');
+    await jobStatus(page, 'processing');
+    await n.api.post(`/api/v1/jobs/${waiting.id}/progress`, { worker_id: 'w1', lease_id: c.lease_id, progress: 60, message: 'copying' });
+    await go(page, '#/jobs');
+    await go(page, `#/jobs/${waiting.id}`);
+    await page.waitForFunction(() => document.querySelector('[data-testid=job-progress]')?.textContent === '60% — copying');
+    assert.equal(await page.locator('[data-testid=job-explain]').count(), 0, 'a running job has no reasons panel');
+  });
+
   test("another organization's job id shows not found", async () => {
     const other = await insertKey(n);
     const theirs = await n.api.as(other.key).enqueue({ queue_name: 'secret', payload: { card: '4111 1111 1111 1111' } });

@@ -54,6 +54,10 @@ function insert(queue: string): JournalRecord {
     dependencies_met: true,
     completion_webhook: null,
     completion_webhook_secret: null,
+    concurrency_key: null,
+    idempotency_expires_at: null,
+    debounce_key: null,
+    debounce_until: null,
   };
   return { kind: 'insert', job, conflictKey: false };
 }
@@ -109,7 +113,7 @@ describe('the fence of a group commit', () => {
     await commitBatch(store, [rec], { node: B, shards: [100001], epochs: ['8'] });
     const job = (rec as Extract<JournalRecord, { kind: 'insert' }>).job;
     const update: JournalRecord = { kind: 'update', id: job.id, state: { ...job, status: 'cancelled', completed_at: Date.now() } };
-    const queue: JournalRecord = { kind: 'queue', organization_id: org, name: 'fenced-upd', state: { paused: true, paused_reason: null, max_retries: null, lease_duration_secs: null, created_at: Date.now(), updated_at: Date.now() } };
+    const queue: JournalRecord = { kind: 'queue', organization_id: org, name: 'fenced-upd', state: { paused: true, paused_reason: null, paused_at: Date.now(), max_retries: null, lease_duration_secs: null, concurrency_per_key: null, max_concurrency: null, rate_limit: null, created_at: Date.now(), updated_at: Date.now() } };
     await assert.rejects(commitBatch(store, [update, queue], { node: A, shards: [100001], epochs: ['7'] }), FencedError);
     const [row] = await store.query<{ status: string }>(`SELECT status FROM jobs WHERE id = $1`, [job.id]);
     assert.equal(row!.status, 'pending');

@@ -263,6 +263,47 @@ describe('gRPC QueueService', () => {
     assert.equal((await api.get(`/api/v1/jobs/${j2.id}`)).body.status, 'deadletter');
   });
 
+  test('ProcessJobs: progress is acknowledged and stored; a cancelled job is told to the stream; its late complete is refused', async () => {
+    const { g, key } = await org();
+    const { job } = await g.q('Enqueue', { queueName: 'duplex-flow', payload: toStruct({}), concurrencyKey: 'tenant-1' });
+    const stream = g.queue.ProcessJobs(g.metadata()) as ClientDuplexStream<Json, Json>;
+    const seen = collect(stream);
+    stream.write({ ref: 'c', claim: { queueName: 'duplex-flow', workerId: 'pw', batchSize: 1 } });
+    await seen.until(() => seen.got.some((m) => m.job), 'the claimed job');
+    const j = seen.got.find((m) => m.job)!.job;
+    assert.equal(j.concurrencyKey, 'tenant-1');
+    stream.write({ ref: 'p', progress: { jobId: j.id, workerId: 'pw', leaseId: j.leaseId, progress: 30, message: 'a third', data: toValue({ n: 1 }) } });
+    await seen.until(() => seen.got.some((m) => m.ack?.ref === 'p'), 'the progress ack');
+    assert.equal(seen.got.find((m) => m.ack?.ref === 'p')!.ack.progress.progress, 30);
+    const api = n.api.as(key);
+    assert.equal((await api.get(`/api/v1/jobs/${job.id}`)).body.progress.message, 'a third');
+    assert.equal((await api.delete(`/api/v1/jobs/${job.id}`)).status, 200);
+    await seen.until(() => seen.got.some((m) => m.cancelled), 'the cancel message');
+    assert.equal(seen.got.find((m) => m.cancelled)!.cancelled.jobId, job.id);
+    stream.write({ ref: 'late', complete: { jobId: j.id, workerId: 'pw', leaseId: j.leaseId } });
+    await seen.until(() => seen.got.some((m) => m.ack?.ref === 'late'), 'the late complete ack');
+    const late = seen.got.find((m) => m.ack?.ref === 'late')!.ack;
+    assert.equal(late.code, status.FAILED_PRECONDITION);
+    assert.match(late.message, /JOB_CANCELLED/);
+    stream.end();
+    await seen.until(() => seen.ended() !== null, 'the end');
+  });
+
+  test('StreamJobs: a cancelled job comes back down the stream with status cancelled', async () => {
+    const { g, key } = await org();
+    const { job } = await g.q('Enqueue', { queueName: 'stream-cancel', payload: toStruct({}) });
+    const call = g.queue.StreamJobs({ queueName: 'stream-cancel', workerId: 'sw', batchSize: 1 }, g.metadata()) as ClientReadableStream<Json>;
+    const s = collect(call);
+    await s.until(() => s.got.length === 1, 'the claimed job');
+    assert.equal(s.got[0]!.status, 'processing');
+    assert.equal((await n.api.as(key).delete(`/api/v1/jobs/${job.id}`)).status, 200);
+    await s.until(() => s.got.length === 2, 'the cancel');
+    assert.equal(s.got[1]!.id, job.id);
+    assert.equal(s.got[1]!.status, 'cancelled');
+    await rejectsWith(g.q('RenewLease', { jobId: job.id, workerId: 'sw', leaseId: s.got[0]!.leaseId }), status.FAILED_PRECONDITION, /JOB_CANCELLED/);
+    call.cancel();
+  });
+
   test('invalid input is INVALID_ARGUMENT and creates nothing', async () => {
     const { g, id } = await org();
     await rejectsWith(g.q('Enqueue', { queueName: '', payload: toStruct({}) }), status.INVALID_ARGUMENT, /VALIDATION_ERROR.*queue_name/);

@@ -186,7 +186,7 @@ describe('queues', () => {
     assert.equal(r.status, 201);
     assert.equal(r.body.name, 'q-made');
     assert.equal(r.body.paused, false);
-    assert.deepEqual(r.body.config, { max_retries: 7, lease_duration_secs: 45 });
+    assert.deepEqual(r.body.config, { max_retries: 7, lease_duration_secs: 45, concurrency_per_key: null, max_concurrency: null, rate_limit: null });
     assertError(await api.post('/api/v1/queues', { name: 'q-made' }), 409, 'QUEUE_EXISTS', ['job_status', 'active_jobs']);
     assert.equal((await api.post('/api/v1/queues', { queue_name: 'q-alias' })).status, 201);
     assertInvalid(await api.post('/api/v1/queues', {}));
@@ -197,7 +197,7 @@ describe('queues', () => {
     assert.equal(j.timeout_seconds, 45);
     const c = await api.put('/api/v1/queues/q-made/config', { max_retries: 1, lease_duration_secs: null });
     assert.equal(c.status, 200);
-    assert.deepEqual(c.body.config, { max_retries: 1, lease_duration_secs: null });
+    assert.deepEqual(c.body.config, { max_retries: 1, lease_duration_secs: null, concurrency_per_key: null, max_concurrency: null, rate_limit: null });
     const k = await api.enqueue({ queue_name: 'q-made' });
     assert.equal(k.max_retries, 1);
     assert.equal(k.timeout_seconds, 300);

@@ -133,6 +133,7 @@ describe('OpenAPI: the document', () => {
     ];
     for (const [id, code] of conflicts) has(id, 409, code);
     for (const id of ['completeJob', 'failJob', 'heartbeatJob']) has(id, 409, 'LEASE_EXPIRED');
+    for (const id of ['completeJob', 'failJob', 'heartbeatJob', 'reportJobProgress']) has(id, 409, 'JOB_CANCELLED');
     for (const id of ['streamEvents', 'streamJobEvents', 'streamQueueStats', 'openEventSocket']) has(id, 429, 'TOO_MANY_STREAMS');
     has('getReadiness', 503, 'UNAVAILABLE');
     has('startEmailLogin', 429, 'RATE_LIMITED');
@@ -269,6 +270,8 @@ describe('OpenAPI: live answers match the document', () => {
     expect(await call(api, 'enqueueJobs', {}, [{ queue_name: 'oa', payload: {} }]), 200);
     let [claimed] = (await call(api, 'claimJobs', {}, { queue_name: 'oa', worker_id: 'w1' })).body.jobs;
     expect(await call(api, 'heartbeatJob', { id: claimed.id }, { worker_id: 'w1', lease_id: claimed.lease_id }), 200);
+    expect(await call(api, 'reportJobProgress', { id: claimed.id }, { worker_id: 'w1', lease_id: claimed.lease_id, progress: 50, message: 'half', data: { n: 1 } }), 200);
+    expect(await call(api, 'reportJobProgress', { id: claimed.id }, { worker_id: 'w1', lease_id: 'stale', progress: 60 }), 409);
     expect(await call(api, 'completeJob', { id: claimed.id }, { worker_id: 'w1', lease_id: 'stale' }), 409);
     expect(await call(api, 'completeJob', { id: claimed.id }, { worker_id: 'w1', lease_id: claimed.lease_id, result: { ok: true } }), 200);
     [claimed] = (await call(api, 'claimJobs', {}, { queue_name: 'oa', worker_id: 'w1' })).body.jobs;
@@ -281,6 +284,9 @@ describe('OpenAPI: live answers match the document', () => {
     expect(await call(api, 'retryJob', { id: dead.id }), 409);
     const pending = await api.enqueue({ queue_name: 'oa' });
     expect(await call(api, 'setJobPriority', { id: pending.id }, { priority: 5 }), 200);
+    await api.post('/api/v1/queues/oa/pause', { reason: 'openapi' });
+    expect(await call(api, 'explainJob', { id: pending.id }), 200);
+    await api.post('/api/v1/queues/oa/resume');
     expect(await call(api, 'cancelJob', { id: pending.id }), 200);
     expect(await call(api, 'cancelJob', { id: pending.id }), 409);
     expect(await call(api, 'retryDeadLetterJobs', {}, { queue_name: 'oa' }), 200);

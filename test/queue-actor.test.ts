@@ -116,7 +116,7 @@ describe('QueueActor', () => {
     h.actor.enqueue(h.input({ max_retries: 1 }), h.fx);
     const take = () => h.actor.claim({ worker_id: 'w', limit: 1, lease_duration_secs: 10 }, h.fx)!(h.commit()).jobs;
     assert.equal(take().length, 1);
-    assert.equal(h.actor.nextWake(), h.now() + 10_000);
+    assert.equal(h.actor.nextWake(h.now()), h.now() + 10_000);
     h.advance(10_000);
     h.actor.tick(h.fx);
     const requeue = h.records.at(-1)!;
@@ -258,6 +258,10 @@ describe('QueueActor: blocked workflow jobs', () => {
       workflow_id: 'wf-1',
       blocked,
       callback: false,
+      concurrency_key: null,
+      idempotency_expires_at: null,
+      debounce_key: null,
+      debounce_until: null,
     });
     const h = blockedHarness();
     const actor = new QueueActor('org', 'q', { retryUnitMs: 1000, defaultMaxRetries: 3, defaultTimeoutSeconds: 60 }, null, [row(ID(1), true), row(ID(2), false)]);

@@ -47,7 +47,8 @@ describe('GET /api/v1/queues/:name', () => {
       name: 'rec',
       paused: false,
       paused_reason: null,
-      config: { max_retries: 7, lease_duration_secs: 120 },
+      paused_at: null,
+      config: { max_retries: 7, lease_duration_secs: 120, concurrency_per_key: null, max_concurrency: null, rate_limit: null },
       counts: ZERO,
       created_at: new Date(T0).toISOString(),
       updated_at: new Date(T0).toISOString(),
@@ -72,7 +73,7 @@ describe('GET /api/v1/queues/:name', () => {
     // A queue made by an enqueue has no overrides.
     await api.enqueue({ queue_name: 'rec-auto' });
     const auto = await api.get(`${QUEUES}/rec-auto`);
-    assert.deepEqual(auto.body.config, { max_retries: null, lease_duration_secs: null });
+    assert.deepEqual(auto.body.config, { max_retries: null, lease_duration_secs: null, concurrency_per_key: null, max_concurrency: null, rate_limit: null });
     assert.deepEqual(auto.body.counts, { ...ZERO, pending: 1 });
   });
 
@@ -119,7 +120,7 @@ describe('GET /api/v1/queues', () => {
     );
     const first = seen.find((q) => q.name === 'list-00');
     assert.deepEqual(first.counts, { ...ZERO, pending: 2 });
-    assert.deepEqual(Object.keys(first).sort(), ['config', 'counts', 'created_at', 'name', 'paused', 'paused_reason', 'updated_at']);
+    assert.deepEqual(Object.keys(first).sort(), ['config', 'counts', 'created_at', 'name', 'paused', 'paused_at', 'paused_reason', 'updated_at']);
 
     // Exactly one page: no next.
     const exact = await other.get(`${QUEUES}?limit=26`);
@@ -152,6 +153,7 @@ describe('GET /api/v1/queues/:name/stats', () => {
       ...ZERO,
       oldest_pending_age_seconds: null,
       throughput_last_minute: { completed: 0, failed: 0 },
+      busiest_keys: [],
     });
 
     // A delayed job counts from its scheduled_at, not its created_at.

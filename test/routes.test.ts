@@ -431,11 +431,12 @@ describe('REST routes', () => {
       assertError(await api.post(`${JOBS}/${pending}/heartbeat`, { worker_id: 'w1' }), 409, 'LEASE_EXPIRED');
     });
 
-    test('409 LEASE_EXPIRED for a lease whose job was cancelled', async () => {
+    test('409 JOB_CANCELLED for the lease holder of a job that was cancelled, LEASE_EXPIRED for another worker', async () => {
       const { id, lease } = await claimed('lease-cancel');
       assert.equal((await api.delete(`${JOBS}/${id}`)).status, 200);
-      assertError(await api.post(`${JOBS}/${id}/heartbeat`, { worker_id: 'w1', lease_id: lease }), 409, 'LEASE_EXPIRED');
-      assertError(await api.post(`${JOBS}/${id}/fail`, { worker_id: 'w1', lease_id: lease, error: 'x' }), 409, 'LEASE_EXPIRED');
+      assertError(await api.post(`${JOBS}/${id}/heartbeat`, { worker_id: 'w1', lease_id: lease }), 409, 'JOB_CANCELLED', ['job_status']);
+      assertError(await api.post(`${JOBS}/${id}/fail`, { worker_id: 'w1', lease_id: lease, error: 'x' }), 409, 'JOB_CANCELLED', ['job_status']);
+      assertError(await api.post(`${JOBS}/${id}/heartbeat`, { worker_id: 'w2', lease_id: lease }), 409, 'LEASE_EXPIRED');
     });
   });
 

@@ -48,6 +48,7 @@ export const checks: Record<string, true> = {
   CompleteReply: true satisfies Conforms<Sdk.CompleteReply, Doc['JobCompleted']>,
   FailReply: true satisfies Conforms<Sdk.FailReply, Doc['JobFailed']>,
   HeartbeatReply: true satisfies Conforms<Sdk.HeartbeatReply, Doc['LeaseExtended']>,
+  JobExplanation: true satisfies Conforms<Sdk.JobExplanation, Doc['JobExplanation']>,
   JobStats: true satisfies Conforms<Sdk.JobStats, Doc['JobStats']>,
   JobStatusLine: true satisfies Conforms<Sdk.JobStatusLine, Doc['JobStatusLine']>,
   DlqRetryResult: true satisfies Conforms<Sdk.DlqRetryResult, Doc['DlqRetryResult']>,

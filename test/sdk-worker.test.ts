@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { JobTimeoutError, LeaseLostError, SluiceClient, UnrecoverableError, Worker, WorkerShutdownError, type Job } from '../clients/typescript/src/index.js';
+import { JobCancelledError, JobTimeoutError, LeaseLostError, SluiceClient, UnrecoverableError, Worker, WorkerShutdownError, type Job } from '../clients/typescript/src/index.js';
 import { ManualClock } from '../src/clock.js';
 import { ROOT, sleep, startTestNode, type TestNode } from './helpers.js';
 
@@ -228,6 +228,35 @@ describe('worker runner', { concurrency: true }, () => {
     assert.equal((await client.jobs.stats({ queue_name: 'w-grpc' })).counts.completed, 29);
     assert.equal((await client.workers.list().toArray()).some((w) => w.id === worker.workerId), false, 'deregistered');
   });
+
+  for (const transport of ['http', 'grpc'] as const) {
+    test(`cancelling a running job aborts its handler's signal (${transport}); ctx.progress() reaches the job`, async () => {
+      const queue = `w-cancel-${transport}`;
+      const [id] = await enqueueMany(client, queue, 1);
+      let reason: unknown = null;
+      const worker = new Worker(
+        client,
+        queue,
+        async (_job, ctx) => {
+          await ctx.progress(25, 'started', { step: 1 });
+          await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+          reason = ctx.signal.reason;
+          return 'too late';
+        },
+        { transport, grpc: { address: `127.0.0.1:${n.node.grpcPort}` }, leaseSeconds: 5, heartbeatIntervalMs: 200 },
+      );
+      const completed: string[] = [];
+      worker.on('completed', (job) => completed.push(job.id));
+      await until(async () => (await client.jobs.get(id!)).progress !== null, 10_000, 'the progress report');
+      assert.deepEqual((await client.jobs.get(id!)).progress, { ...((await client.jobs.get(id!)).progress as object), progress: 25, message: 'started', data: { step: 1 } });
+      await client.jobs.cancel(id!);
+      await until(() => reason !== null, 10_000, 'the abort');
+      await worker.close();
+      assert.ok(reason instanceof JobCancelledError, String(reason));
+      assert.deepEqual(completed, [], 'nothing reported for a cancelled job');
+      assert.equal((await client.jobs.get(id!)).status, 'cancelled');
+    });
+  }
 
   test('SIGTERM with 10 jobs in flight: all 10 complete, none is claimed after it, the worker is deregistered', async () => {
     const ids = await enqueueMany(client, 'w-term', 20);

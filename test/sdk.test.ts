@@ -515,7 +515,7 @@ describe('SDK: drift', () => {
     // has a method for it (or it is listed as deliberately left out).
     const covered = new Set(
       `POST /api/v1/jobs, GET /api/v1/jobs, GET /api/v1/jobs/{id}, DELETE /api/v1/jobs/{id}, POST /api/v1/jobs/bulk,
-      POST /api/v1/jobs/claim, POST /api/v1/jobs/{id}/complete, POST /api/v1/jobs/{id}/fail, POST /api/v1/jobs/{id}/heartbeat,
+      POST /api/v1/jobs/claim, POST /api/v1/jobs/{id}/complete, POST /api/v1/jobs/{id}/fail, POST /api/v1/jobs/{id}/heartbeat, POST /api/v1/jobs/{id}/progress, GET /api/v1/jobs/{id}/explain,
       POST /api/v1/jobs/{id}/retry, PUT /api/v1/jobs/{id}/priority, GET /api/v1/jobs/stats, GET /api/v1/jobs/status,
       GET /api/v1/jobs/dlq, POST /api/v1/jobs/dlq/retry, POST /api/v1/jobs/dlq/purge,
       GET /api/v1/queues, POST /api/v1/queues, GET /api/v1/queues/{name}, DELETE /api/v1/queues/{name}, GET /api/v1/queues/{name}/stats,

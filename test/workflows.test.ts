@@ -174,7 +174,8 @@ describe('workflows', () => {
     assert.equal(r.status, 200);
     assert.equal(r.body.status, 'cancelled');
     assert.deepEqual(r.body.jobs.map((j: any) => j.status), ['cancelled', 'cancelled']);
-    assertError(await api.post(`/api/v1/jobs/${first.id}/complete`, { worker_id: 'w1', lease_id: first.lease_id }), 409, 'LEASE_EXPIRED');
+    // Its worker is told why (docs/flow-control.md: still a 409).
+    assertError(await api.post(`/api/v1/jobs/${first.id}/complete`, { worker_id: 'w1', lease_id: first.lease_id }), 409, 'JOB_CANCELLED', ['job_status']);
     assertError(await api.post(`/api/v1/workflows/${id}/cancel`), 409, 'WORKFLOW_NOT_LIVE', ['workflow_status']);
     await settle();
     assert.deepEqual(await claimAll(api, q1), []);

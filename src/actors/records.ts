@@ -43,6 +43,21 @@ export interface JobRow extends JobState {
   dependencies_met: boolean;
   completion_webhook: string | null;
   completion_webhook_secret: string | null;
+  /** Fairness and per-key concurrency group (queues with concurrency_per_key). */
+  concurrency_key: string | null;
+  /** When the idempotency key frees itself (idempotency_ttl_secs), or null: held while the row exists. */
+  idempotency_expires_at: number | null;
+  /** A debounced job: later jobs with this key replace its payload and push its run time, up to debounce_until. */
+  debounce_key: string | null;
+  debounce_until: number | null;
+}
+
+/** What a worker last reported of a job in flight. */
+export interface Progress {
+  progress: number;
+  message: string | null;
+  data: unknown;
+  at: string;
 }
 
 /** A queue row as its actor holds it. Times are epoch milliseconds. */
@@ -52,6 +67,13 @@ export interface QueueState {
   /** Overrides for jobs enqueued without their own value. */
   max_retries: number | null;
   lease_duration_secs: number | null;
+  /** Flow control: at most this many processing jobs per concurrency key, and in the whole queue. */
+  concurrency_per_key: number | null;
+  max_concurrency: number | null;
+  /** At most `jobs` claims handed out in any `per_seconds` window. */
+  rate_limit: { jobs: number; per_seconds: number } | null;
+  /** When the queue was paused (explain shows it), null while it runs. */
+  paused_at: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -69,6 +91,12 @@ export type JournalRecord =
       /** Error entries to append to the history. */
       errors?: ErrorEntry[];
       result?: unknown;
+      /** A debounced job's new payload. */
+      payload?: unknown;
+      /** The worker's latest progress report. */
+      progress?: Progress;
+      /** The job gives up its idempotency key (its window is over and a new job takes the key). */
+      dropKey?: true;
       /** Return the whole row after the write (claims hand the payload to the worker). */
       returning?: boolean;
       /** Write only if the row is in one of these states (reviving a terminal job the actor does not hold). */
@@ -84,7 +112,7 @@ export interface CommitOutput {
 }
 
 /** The public names of job and queue activity (streams, outgoing webhooks). */
-export type JobEventName = 'job.created' | 'job.started' | 'job.completed' | 'job.failed' | 'job.cancelled';
+export type JobEventName = 'job.created' | 'job.started' | 'job.progress' | 'job.completed' | 'job.failed' | 'job.cancelled';
 export type QueueEventName = 'queue.paused' | 'queue.resumed';
 
 /**

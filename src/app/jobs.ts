@@ -7,7 +7,9 @@
 //               together, then enqueued one by one
 //   claim       the queue's actor hands out up to `limit` jobs under leases (long poll with wait_ms); jobs
 //               claimed for a client that left are unclaimed (pending again at once, no attempt spent)
-//   complete / fail / heartbeat    the actor holding the job checks the lease (409 LEASE_EXPIRED)
+//   complete / fail / heartbeat / progress    the actor holding the job checks the lease (409 LEASE_EXPIRED;
+//               JOB_CANCELLED when the job was cancelled under this very worker: docs/flow-control.md)
+//   explain     why a job is not running: src/app/explain.ts
 //   cancel / priority    live jobs only; a terminal job answers 409 JOB_NOT_LIVE naming its status
 //   retry / revive       a dead-lettered or cancelled job comes back pending with a fresh retry budget,
 //               counted as a creation; workflow jobs are retried with their workflow (409 WORKFLOW_JOB)
@@ -16,7 +18,7 @@
 import Type, { type Static } from 'typebox';
 import type { ClaimReply, EnqueueInput, ReviveInput, ReviveOutcome } from '../actors/queue/queue-actor.js';
 import type { JobStatus } from '../actors/records.js';
-import { AppError, notFound, validationError } from '../errors.js';
+import { AppError, notFound, validationError, type FieldProblem } from '../errors.js';
 import { getJob } from '../io/db/sql/getJob.js';
 import { getJobByKey } from '../io/db/sql/getJobByKey.js';
 import { jobStats, type StatusCounts } from '../io/db/sql/jobStats.js';
@@ -28,8 +30,14 @@ import { validator, type Valid } from '../io/validate.js';
 import { policyOf, urlProblem, type UrlPolicy } from '../io/webhooks/ssrf.js';
 import type { QueueOps } from '../runtime/protocol.js';
 import type { AppContext } from './context.js';
+import { explainJob, type Explanation } from './explain.js';
 import { JsonObject, LeaseId, LeaseSecs, MaxRetries, parseTime, Priority, QueueName, WorkerId } from './fields.js';
 import type { Admission } from './quotas.js';
+
+/** One year: an idempotency window longer than that is a key held for good (omit the TTL). */
+const IDEMPOTENCY_TTL_MAX = 31_536_000;
+/** A debounce delay or bound of at most a day. */
+const DEBOUNCE_MAX_MS = 86_400_000;
 
 export const JobDefinition = Type.Object({
   queue_name: QueueName,
@@ -46,6 +54,15 @@ export const JobDefinition = Type.Object({
       Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 256 })),
       Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50 }),
     ]),
+  ),
+  concurrency_key: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()])),
+  idempotency_ttl_secs: Type.Optional(Type.Integer({ minimum: 1, maximum: IDEMPOTENCY_TTL_MAX })),
+  debounce: Type.Optional(
+    Type.Object({
+      key: Type.String({ minLength: 1, maxLength: 255 }),
+      delay_ms: Type.Integer({ minimum: 0, maximum: DEBOUNCE_MAX_MS }),
+      max_delay_ms: Type.Optional(Type.Union([Type.Integer({ minimum: 0, maximum: DEBOUNCE_MAX_MS }), Type.Null()])),
+    }),
   ),
 });
 export type JobDefinition = Static<typeof JobDefinition>;
@@ -87,6 +104,18 @@ export const FailBody = validator(
 export const HeartbeatBody = validator(
   Type.Object({ worker_id: WorkerId, lease_id: Type.Optional(LeaseId), lease_duration_secs: Type.Optional(LeaseSecs) }),
 );
+/** Progress data is shown on the job and sent in events: kept small. */
+export const PROGRESS_DATA_MAX_BYTES = 16_384;
+export const ProgressBody = validator(
+  Type.Object({
+    worker_id: WorkerId,
+    lease_id: Type.Optional(LeaseId),
+    progress: Type.Number({ minimum: 0, maximum: 100 }),
+    message: Type.Optional(Type.Union([Type.String({ maxLength: 1000 }), Type.Null()])),
+    data: Type.Optional(Type.Unknown()),
+  }),
+);
+export type ProgressRequest = Valid<typeof ProgressBody>;
 export type CompleteRequest = Valid<typeof CompleteBody>;
 export type FailRequest = Valid<typeof FailBody>;
 export type HeartbeatRequest = Valid<typeof HeartbeatBody>;
@@ -137,6 +166,18 @@ export class Jobs {
 
   /** A validated definition, compiled for the queue actor (422 on a bad time or URL). */
   compile(def: JobDefinition): CompiledJob {
+    const problems: FieldProblem[] = [];
+    if (def.idempotency_ttl_secs !== undefined && def.idempotency_key === undefined) {
+      problems.push({ field: 'idempotency_ttl_secs', message: 'needs an idempotency_key' });
+    }
+    const d = def.debounce;
+    if (d !== undefined) {
+      // Both dedupe; together, which one answers a duplicate would be ambiguous. A debounced job's run time is the debounce's.
+      if (def.idempotency_key !== undefined) problems.push({ field: 'debounce', message: 'cannot be combined with idempotency_key' });
+      if (def.scheduled_at !== undefined && def.scheduled_at !== null) problems.push({ field: 'debounce', message: 'cannot be combined with scheduled_at' });
+      if (d.max_delay_ms != null && d.max_delay_ms < d.delay_ms) problems.push({ field: 'debounce.max_delay_ms', message: 'must be at least delay_ms' });
+    }
+    if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
     return {
       queue: def.queue_name,
       bytes: Buffer.byteLength(JSON.stringify(def.payload)),
@@ -150,6 +191,9 @@ export class Jobs {
         tags: Array.isArray(def.tags) ? Object.fromEntries(def.tags.map((t) => [t, ''])) : (def.tags ?? {}),
         completion_webhook: this.completionWebhook(def.completion_webhook),
         completion_webhook_secret: def.completion_webhook_secret ?? null,
+        concurrency_key: def.concurrency_key ?? null,
+        idempotency_ttl_secs: def.idempotency_ttl_secs ?? null,
+        debounce: d === undefined ? null : { key: d.key, delay_ms: d.delay_ms, max_delay_ms: d.max_delay_ms ?? null },
       },
     };
   }
@@ -210,6 +254,12 @@ export class Jobs {
       return { created: true, job: { ...reply.job, payload: input.payload } };
     }
     this.c.quotas.releaseJobs(org, admission, 1);
+    if ('debounced' in reply) {
+      // A waiting job of the same debounce key took this payload: that job is the answer.
+      const job = await getJob(this.c.store, org, reply.id);
+      if (!job) throw new AppError('UNAVAILABLE', 'The debounced job could not be read; retry');
+      return { created: false, job };
+    }
     const existing = await getJobByKey(this.c.store, org, reply.idempotency_key);
     if (!existing) throw new AppError('UNAVAILABLE', 'The job holding this idempotency key could not be read; retry');
     return { created: false, job: existing };
@@ -241,26 +291,51 @@ export class Jobs {
   }
 
   async complete(org: string, id: string, r: CompleteRequest): Promise<QueueOps['complete']['reply']> {
-    return this.c.actors.ask(org, await this.queueOf(org, id), 'complete', { id, worker_id: r.worker_id, lease_id: r.lease_id, result: r.result ?? null });
+    const queue = await this.queueOf(org, id);
+    return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'complete', { id, worker_id: r.worker_id, lease_id: r.lease_id, result: r.result ?? null }));
   }
 
   async fail(org: string, id: string, r: FailRequest): Promise<QueueOps['fail']['reply']> {
-    return this.c.actors.ask(org, await this.queueOf(org, id), 'fail', {
+    const queue = await this.queueOf(org, id);
+    return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'fail', {
       id,
       worker_id: r.worker_id,
       lease_id: r.lease_id,
       error: r.error,
       retryable: r.retryable ?? true,
-    });
+    }));
   }
 
   async heartbeat(org: string, id: string, r: HeartbeatRequest): Promise<QueueOps['heartbeat']['reply']> {
-    return this.c.actors.ask(org, await this.queueOf(org, id), 'heartbeat', {
+    const queue = await this.queueOf(org, id);
+    return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'heartbeat', {
       id,
       worker_id: r.worker_id,
       lease_id: r.lease_id ?? null,
       lease_duration_secs: r.lease_duration_secs ?? null,
-    });
+    }));
+  }
+
+  /** The lease holder's progress report: stored on the job, published as job.progress. */
+  async progress(org: string, id: string, r: ProgressRequest): Promise<QueueOps['progress']['reply']> {
+    const data = r.data ?? null;
+    if (data !== null && Buffer.byteLength(JSON.stringify(data)) > PROGRESS_DATA_MAX_BYTES) {
+      throw validationError([{ field: 'data', message: `must be at most ${PROGRESS_DATA_MAX_BYTES} bytes of JSON` }]);
+    }
+    const queue = await this.queueOf(org, id);
+    return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'progress', {
+      id,
+      worker_id: r.worker_id,
+      lease_id: r.lease_id ?? null,
+      progress: r.progress,
+      message: r.message ?? null,
+      data,
+    }));
+  }
+
+  /** Why the job is not running: every reason that holds now (docs/flow-control.md). */
+  explain(org: string, id: string): Promise<Explanation> {
+    return explainJob(this.c, org, id);
   }
 
   async cancel(org: string, id: string): Promise<NonNullable<QueueOps['cancel']['reply']>> {
@@ -299,10 +374,10 @@ export class Jobs {
       throw err;
     }
     const byQueue = new Map<string, ReviveInput[]>();
-    for (const { queue_name, id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked } of jobs) {
+    for (const { queue_name, id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked, concurrency_key } of jobs) {
       const inputs = byQueue.get(queue_name) ?? [];
       byQueue.set(queue_name, inputs);
-      inputs.push({ id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked });
+      inputs.push({ id, priority, max_retries, timeout_seconds, last_error, idempotency_key, callback, workflow_id, blocked, concurrency_key });
     }
     const results = await Promise.allSettled(
       [...byQueue].map(async ([queue, inputs]) => {
@@ -338,6 +413,24 @@ export class Jobs {
 
   stats(org: string, queue: string | null): Promise<StatusCounts> {
     return jobStats(this.c.store, org, queue);
+  }
+
+  /**
+   * A lease operation's answer. When the lease is gone because the job was cancelled under this very worker, says
+   * so: still 409, so a client that only reads the status stops as before. Only this failure path pays the read.
+   */
+  private async leased<T>(org: string, id: string, worker: string, answer: Promise<T>): Promise<T> {
+    try {
+      return await answer;
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'LEASE_EXPIRED') {
+        const row = await getJob(this.c.store, org, id);
+        if (row?.status === 'cancelled' && row.assigned_worker_id === worker) {
+          throw new AppError('JOB_CANCELLED', 'The job was cancelled while this worker held it; stop working on it', { job_status: 'cancelled' });
+        }
+      }
+      throw err;
+    }
   }
 
   /** Which queue actor holds the job, or 404. */

@@ -9,12 +9,25 @@ import { getQueue } from '../io/db/sql/getQueue.js';
 import { listQueues, type QueueRow } from '../io/db/sql/listQueues.js';
 import { queueCounts } from '../io/db/sql/queueCounts.js';
 import { queueStats } from '../io/db/sql/queueStats.js';
+import { busiestKeys, type KeyLoad } from '../io/db/sql/busiestKeys.js';
 import { validator, type Valid } from '../io/validate.js';
 import type { AppContext } from './context.js';
 import { queueNameValid, QueueName } from './fields.js';
 
 const MaxRetries = Type.Union([Type.Integer({ minimum: 0, maximum: 100 }), Type.Null()]);
 const LeaseSecs = Type.Union([Type.Integer({ minimum: 5, maximum: 3600 }), Type.Null()]);
+// Flow control (docs/flow-control.md); null clears a limit. The rate window's log holds `jobs` instants, hence its cap.
+const PerKey = Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()]);
+const MaxConcurrency = Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Null()]);
+const RateLimit = Type.Union([
+  Type.Object({ jobs: Type.Integer({ minimum: 1, maximum: 10_000 }), per_seconds: Type.Integer({ minimum: 1, maximum: 86_400 }) }),
+  Type.Null(),
+]);
+const FlowFields = {
+  concurrency_per_key: Type.Optional(PerKey),
+  max_concurrency: Type.Optional(MaxConcurrency),
+  rate_limit: Type.Optional(RateLimit),
+};
 
 export const CreateQueueBody = validator(
   Type.Object({
@@ -22,13 +35,17 @@ export const CreateQueueBody = validator(
     queue_name: Type.Optional(QueueName),
     max_retries: Type.Optional(MaxRetries),
     lease_duration_secs: Type.Optional(LeaseSecs),
+    ...FlowFields,
   }),
 );
 export const PauseBody = validator(Type.Object({ reason: Type.Optional(Type.Union([Type.String({ maxLength: 500 }), Type.Null()])) }));
-export const QueueConfigBody = validator(Type.Object({ max_retries: Type.Optional(MaxRetries), lease_duration_secs: Type.Optional(LeaseSecs) }));
+export const QueueConfigBody = validator(Type.Object({ max_retries: Type.Optional(MaxRetries), lease_duration_secs: Type.Optional(LeaseSecs), ...FlowFields }));
 
 /** The throughput window of queue stats. */
 export const THROUGHPUT_WINDOW_MS = 60_000;
+
+/** How many concurrency keys queue stats list. */
+export const BUSIEST_KEYS = 10;
 
 export interface QueueStats extends StatusCounts {
   name: string;
@@ -36,6 +53,8 @@ export interface QueueStats extends StatusCounts {
   /** Whole seconds since the oldest pending job became due; null when none is pending. */
   oldest_pending_age_seconds: number | null;
   throughput_last_minute: { completed: number; failed: number };
+  /** The concurrency keys with the most processing jobs, then the most live jobs. */
+  busiest_keys: KeyLoad[];
 }
 
 export class Queues {
@@ -49,6 +68,9 @@ export class Queues {
       return await this.c.actors.ask(org, name, 'createQueue', {
         max_retries: body.max_retries ?? null,
         lease_duration_secs: body.lease_duration_secs ?? null,
+        concurrency_per_key: body.concurrency_per_key ?? null,
+        max_concurrency: body.max_concurrency ?? null,
+        rate_limit: body.rate_limit ?? null,
       });
     } catch (err) {
       this.c.quotas.release(org, 'queues');
@@ -87,9 +109,10 @@ export class Queues {
   async stats(org: string, name: string): Promise<QueueStats> {
     const row = await this.row(org, name);
     const now = this.c.clock.now();
-    const [counts, times] = await Promise.all([
+    const [counts, times, keys] = await Promise.all([
       jobStats(this.c.store, org, row.name),
       queueStats(this.c.store, org, row.name, new Date(now), THROUGHPUT_WINDOW_MS),
+      busiestKeys(this.c.store, org, row.name, BUSIEST_KEYS),
     ]);
     const oldest = times.oldest_pending === null ? null : new Date(times.oldest_pending).getTime();
     return {
@@ -99,6 +122,7 @@ export class Queues {
       // Whole seconds; a job due "in the future" by clock skew counts as waiting 0 s, never negative.
       oldest_pending_age_seconds: oldest === null ? null : Math.max(0, Math.floor((now - oldest) / 1000)),
       throughput_last_minute: { completed: times.completed, failed: times.failed },
+      busiest_keys: keys,
     };
   }
 

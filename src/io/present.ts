@@ -2,7 +2,7 @@
 // (strings) or from an actor (epoch ms); every timestamp leaves as ISO 8601 UTC. The completion webhook secret never leaves.
 import type { WorkerRow } from './db/sql/getWorker.js';
 
-const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at', 'updated_at', 'lease_expires_at'] as const;
+const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at', 'updated_at', 'lease_expires_at', 'idempotency_expires_at'] as const;
 
 const isoOf = (v: unknown): string | null => {
   if (v === null || v === undefined) return null;
@@ -31,6 +31,9 @@ export function presentJob(row: Record<string, unknown>): Record<string, unknown
     workflow_id: row.workflow_id ?? null,
     dependencies_met: row.dependencies_met ?? true,
     completion_webhook: row.completion_webhook ?? null,
+    concurrency_key: row.concurrency_key ?? null,
+    debounce_key: row.debounce_key ?? null,
+    progress: row.progress ?? null,
   };
   for (const f of TIME_FIELDS) out[f] = isoOf(row[f]);
   return out;

@@ -343,7 +343,7 @@ export class ActorHost {
       return new OrgActor(organizationId, config.planOverrides, snapshot);
     }
     const { queue, live } = await loadQueue(store, organizationId, queueName);
-    return new QueueActor(organizationId, queueName, this.settings, queue, live);
+    return new QueueActor(organizationId, queueName, this.settings, queue, live, clock.now());
   }
 
   /** An actor whose write did not find the state it believed: rebuilt from rows at its next message. */
@@ -428,6 +428,11 @@ export class ActorHost {
     complete: (actor, a, fx, call) => call.answer(actor.complete(a, fx)),
     fail: (actor, a, fx, call) => call.answer(actor.fail(a, fx)),
     heartbeat: (actor, a, fx, call) => call.answer(actor.heartbeat(a, fx)),
+    progress: (actor, a, fx, call) => call.answer(actor.progress(a, fx)),
+    explain: (actor, a, fx, call) => {
+      const facts = actor.explain(a.id, fx.now);
+      call.answer(() => facts);
+    },
     cancel: (actor, a, fx, call) => call.answer(actor.cancel(a.id, fx) ?? (() => null)),
     priority: (actor, a, fx, call) => call.answer(actor.setPriority(a.id, a.priority, fx) ?? (() => null)),
     revive: (actor, a, fx, call) => call.answer(actor.revive(a.jobs, a.from, fx)),
@@ -481,7 +486,7 @@ export class ActorHost {
   // --- timers ---
 
   private arm(key: string, actor: QueueActor): void {
-    const at = actor.nextWake();
+    const at = actor.nextWake(this.o.clock.now());
     if (at === null || this.armed.get(actor) === at) return;
     this.armed.set(actor, at);
     this.wakes.push({ at, key, actor });

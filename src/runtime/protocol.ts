@@ -12,16 +12,18 @@ import type {
   CompleteReply,
   EnqueueInput,
   EnqueueReply,
+  ExplainFacts,
   FailInput,
   FailReply,
   HeartbeatInput,
   HeartbeatReply,
+  ProgressInput,
   QueueConfig,
   QueueView,
   ReviveInput,
   ReviveOutcome,
 } from '../actors/queue/queue-actor.js';
-import type { DomainEvent, JobStatus } from '../actors/records.js';
+import type { DomainEvent, JobStatus, Progress } from '../actors/records.js';
 import type { WireError } from '../errors.js';
 
 interface Op<A, R> {
@@ -39,6 +41,9 @@ export interface QueueOps {
   complete: Op<CompleteInput, CompleteReply>;
   fail: Op<FailInput, FailReply>;
   heartbeat: Op<HeartbeatInput, HeartbeatReply>;
+  progress: Op<ProgressInput, { id: string } & Progress>;
+  /** What holds a job now, as this actor knows it (GET /jobs/:id/explain adds what the store knows). */
+  explain: Op<{ id: string }, ExplainFacts>;
   /** null: the job is not live in this queue (the caller tells terminal from unknown with the store). */
   cancel: Op<{ id: string }, { id: string; status: JobStatus } | null>;
   priority: Op<{ id: string; priority: number }, { id: string; status: JobStatus; priority: number } | null>;

@@ -6,7 +6,15 @@ export const LIVE_STATUSES = new Set<string>(['pending', 'scheduled', 'processin
 
 export type Counts = Record<JobStatus, number>;
 
+/** GET /api/v1/jobs/:id/explain (docs/flow-control.md). */
+export interface Explanation {
+  running: boolean;
+  reasons: Array<{ reason: string; message: string }>;
+}
+
 export interface Job {
+  concurrency_key?: string | null;
+  progress?: { progress: number; message: string | null; at: string } | null;
   id: string;
   queue_name: string;
   status: JobStatus;

@@ -22,6 +22,8 @@ import type {
   EventEnvelope,
   FailReply,
   HeartbeatReply,
+  JobExplanation,
+  JobProgress,
   Job,
   JobDefinition,
   JobFilter,
@@ -223,6 +225,20 @@ export class Jobs extends Resource {
   /** Extends the lease (to `lease_duration_secs`, else the claim's). 409 LeaseExpiredError once it is lost. */
   heartbeat(id: string, body: { worker_id: string; lease_id?: string; lease_duration_secs?: number }, o: CallOptions = {}): Promise<HeartbeatReply> {
     return this.call('POST', `/api/v1/jobs/${seg(id)}/heartbeat`, { body, idempotent: true, signal: o.signal });
+  }
+
+  /** The lease holder's progress, 0…100 (stored on the job, streamed as job.progress). 409 JobCancelledError once cancelled. */
+  progress(
+    id: string,
+    body: { worker_id: string; lease_id?: string; progress: number; message?: string | null; data?: unknown },
+    o: CallOptions = {},
+  ): Promise<{ id: string } & JobProgress> {
+    return this.call('POST', `/api/v1/jobs/${seg(id)}/progress`, { body, idempotent: true, signal: o.signal });
+  }
+
+  /** Why a job is not running: every reason that holds now, with its data. */
+  explain(id: string, o: CallOptions = {}): Promise<JobExplanation> {
+    return this.call('GET', `/api/v1/jobs/${seg(id)}/explain`, { signal: o.signal });
   }
 
   /** Retry a dead-lettered or cancelled job (its retry count reset). */

@@ -108,6 +108,11 @@ export class WorkerIdTakenError extends ConflictError {}
 export class SlugTakenError extends ConflictError {}
 /** 409 `LEASE_EXPIRED`: complete, fail or heartbeat without a valid lease. The job is no longer this worker's. */
 export class LeaseExpiredError extends SluiceError {}
+/**
+ * 409 `JOB_CANCELLED`: the job was cancelled while this worker held it. A LeaseExpiredError too, so code that
+ * stops on a lost lease stops here as well; the worker aborts the handler's signal with it.
+ */
+export class JobCancelledError extends LeaseExpiredError {}
 export class UpgradeRequiredError extends SluiceError {}
 /** 413: the payload is over the plan's cap (`current`, `limit` in bytes). */
 export class PayloadTooLargeError extends SluiceError {
@@ -194,6 +199,7 @@ export const ERROR_CLASSES = {
   QUEUE_NOT_EMPTY: QueueNotEmptyError,
   WORKER_ID_TAKEN: WorkerIdTakenError,
   SLUG_TAKEN: SlugTakenError,
+  JOB_CANCELLED: JobCancelledError,
   UPGRADE_REQUIRED: UpgradeRequiredError,
   PAYLOAD_TOO_LARGE: PayloadTooLargeError,
   VALIDATION_ERROR: ValidationError,

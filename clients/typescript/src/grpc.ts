@@ -110,6 +110,8 @@ export class GrpcTransport implements Transport {
         this.host.dispatch(fromPbJob(msg.job as Pb));
       } else if (msg.ack) {
         this.onAck(msg.ack as Pb);
+      } else if (msg.cancelled) {
+        this.host.cancelled(String((msg.cancelled as Pb).jobId));
       }
     });
     stream.on('error', (err: GrpcJs.ServiceError) => this.broken(stream, err));
@@ -182,7 +184,7 @@ export class GrpcTransport implements Transport {
   }
 
   /** Over the stream while it is open and claiming, else as a unary call. */
-  private op(kind: 'complete' | 'fail' | 'renew', body: Pb, unary: () => Promise<Pb>): Promise<Pb> {
+  private op(kind: 'complete' | 'fail' | 'renew' | 'progress', body: Pb, unary: () => Promise<Pb>): Promise<Pb> {
     const stream = this.stream;
     if (!stream || !this.claiming) return unary();
     const ref = `${kind[0]}${this.nextRef++}`;
@@ -213,6 +215,14 @@ export class GrpcTransport implements Transport {
   async renew(job: Job<never>, leaseSeconds: number | undefined): Promise<void> {
     const req = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', leaseDurationSecs: leaseSeconds ?? 0 };
     await this.op('renew', req, () => this.unary('RenewLease', req));
+  }
+
+  /** Over the stream; with no stream (there is no unary Progress RPC), by REST. */
+  async progress(job: Job<never>, progress: number, message: string | null, data: unknown): Promise<void> {
+    const req = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', progress, message: message ?? '', data: toValue(data) };
+    const rest = () =>
+      this.host.client.jobs.progress(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, progress, message, data }).then(() => ({}));
+    await this.op('progress', req, rest);
   }
 
   async close(): Promise<void> {
@@ -318,6 +328,11 @@ function fromPbJob(j: Pb): Job<never> {
     workflow_id: orNull(j.workflowId),
     dependencies_met: true,
     completion_webhook: orNull(j.completionWebhook),
+    concurrency_key: orNull(j.concurrencyKey),
+    // gRPC carries neither the debounce key nor the idempotency window; progress without its data and time.
+    debounce_key: null,
+    progress: typeof j.progress === 'number' && j.progress >= 0 ? { progress: j.progress, message: orNull(j.progressMessage), data: null, at: '' } : null,
+    idempotency_expires_at: null,
     scheduled_at: orNull(j.scheduledAt),
     created_at: String(j.createdAt ?? ''),
     started_at: orNull(j.startedAt),

@@ -53,6 +53,7 @@ export {
   UnknownApiError,
   ConnectionError,
   ERROR_CLASSES,
+  JobCancelledError,
   errorFromResponse,
   parseRetryAfter,
 } from './errors.js';

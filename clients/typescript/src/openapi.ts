@@ -508,8 +508,51 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Extend a live lease (an expired one is never revived) */
+        /**
+         * Extend a live lease (an expired one is never revived)
+         * @description 409 JOB_CANCELLED when the job was cancelled while this worker held it: stop working on it.
+         */
         post: operations["heartbeatJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{id}/progress": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Report progress of a claimed job (the lease holder)
+         * @description progress 0–100, an optional message and data (≤ 16 KiB of JSON). Stored on the job (`progress`), streamed as job.progress, sent to outgoing webhooks at most once a second per job. 409 LEASE_EXPIRED without the live lease, JOB_CANCELLED once the job was cancelled.
+         */
+        post: operations["reportJobProgress"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{id}/explain": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Why a job is not running
+         * @description Every reason that holds now, each with its data: queue_paused, scheduled, retry_backoff, waiting_for_dependencies, key_at_concurrency_limit, queue_at_max_concurrency, queue_rate_limited, behind_other_jobs, no_recent_claims, organization_active_jobs_quota (docs/flow-control.md). A processing or finished job has no reason but the quota one.
+         */
+        get: operations["explainJob"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -592,7 +635,10 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
-        /** Set the defaults for new jobs (null clears one) */
+        /**
+         * Set the defaults for new jobs and the flow-control limits (null clears one)
+         * @description concurrency_per_key, max_concurrency and rate_limit {jobs, per_seconds} apply to the next claim (docs/flow-control.md).
+         */
         put: operations["configureQueue"];
         post?: never;
         delete?: never;
@@ -855,7 +901,10 @@ export interface paths {
         get: operations["getJob"];
         put?: never;
         post?: never;
-        /** Cancel a job */
+        /**
+         * Cancel a job
+         * @description A processing job is cancelled too: its worker is told (heartbeat and progress answer 409 JOB_CANCELLED, gRPC streams send a cancel message) and its late complete or fail gets 409.
+         */
         delete: operations["cancelJob"];
         options?: never;
         head?: never;
@@ -1112,7 +1161,7 @@ export interface paths {
         put?: never;
         /**
          * Create an outgoing webhook endpoint (quota: webhooks, when enabled)
-         * @description events: any of job.created, job.started, job.completed, job.failed, job.cancelled, queue.paused, queue.resumed, worker.registered, worker.deregistered, schedule.triggered. With a secret, deliveries carry X-Queue-Signature.
+         * @description events: any of job.created, job.started, job.progress, job.completed, job.failed, job.cancelled, queue.paused, queue.resumed, worker.registered, worker.deregistered, schedule.triggered. With a secret, deliveries carry X-Queue-Signature.
          */
         post: operations["createOutgoingWebhook"];
         delete?: never;
@@ -1496,6 +1545,17 @@ export interface components {
             workflow_id: string | null;
             dependencies_met: boolean;
             completion_webhook: string | null;
+            concurrency_key: string | null;
+            debounce_key: string | null;
+            progress: {
+                progress: number;
+                message: string | null;
+                data: unknown;
+                /** Format: date-time */
+                at: string;
+            } | null;
+            /** @description when the idempotency key frees itself (idempotency_ttl_secs) */
+            idempotency_expires_at: string | null;
             scheduled_at: string | null;
             /** Format: date-time */
             created_at: string;
@@ -1519,6 +1579,23 @@ export interface components {
             /** Format: date-time */
             completed_at: string;
         };
+        JobExplanation: {
+            /** Format: uuid */
+            id: string;
+            queue_name: string;
+            status: components["schemas"]["JobStatus"];
+            running: boolean;
+            /** @description every reason that holds now; empty for a running job */
+            reasons: ({
+                /** @description queue_paused, scheduled, retry_backoff, … (docs/flow-control.md) */
+                reason: string;
+                message: string;
+            } & {
+                [key: string]: unknown;
+            })[];
+            /** Format: date-time */
+            at: string;
+        };
         JobFailed: {
             /** Format: uuid */
             id: string;
@@ -1534,6 +1611,16 @@ export interface components {
             id: string;
             status: "pending" | "scheduled";
             priority: number;
+        };
+        JobProgress: {
+            /** Format: uuid */
+            id: string;
+        } & {
+            progress: number;
+            message: string | null;
+            data: unknown;
+            /** Format: date-time */
+            at: string;
         };
         JobStats: {
             queue_name: string | null;
@@ -1624,9 +1711,16 @@ export interface components {
             name: string;
             paused: boolean;
             paused_reason: string | null;
+            paused_at: string | null;
             config: {
                 max_retries: number | null;
                 lease_duration_secs: number | null;
+                concurrency_per_key: number | null;
+                max_concurrency: number | null;
+                rate_limit: {
+                    jobs: number;
+                    per_seconds: number;
+                } | null;
             };
             counts?: components["schemas"]["StatusCounts"];
             /** Format: date-time */
@@ -1656,6 +1750,12 @@ export interface components {
                 /** @description failed attempts (fail calls, lease expiries) recorded in the last 60 s */
                 failed: number;
             };
+            /** @description the concurrency keys with the most processing jobs, then the most live jobs (at most 10) */
+            busiest_keys: {
+                key: string;
+                processing: number;
+                waiting: number;
+            }[];
         };
         Readiness: {
             /** @constant */
@@ -1930,8 +2030,8 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description LEASE_EXPIRED: The lease is stale or does not match */
-        LeaseExpired: {
+        /** @description LEASE_EXPIRED: The lease is stale or does not match; JOB_CANCELLED: The job was cancelled while it ran; stop working on it */
+        LeaseExpiredOrJobCancelled: {
             headers: {
                 [name: string]: unknown;
             };
@@ -2462,6 +2562,13 @@ export interface operations {
                         tags?: {
                             [key: string]: string;
                         } | string[];
+                        concurrency_key?: string | null;
+                        idempotency_ttl_secs?: number;
+                        debounce?: {
+                            key: string;
+                            delay_ms: number;
+                            max_delay_ms?: number | null;
+                        };
                     }[];
                     queue_name?: string;
                     priority?: number;
@@ -2483,6 +2590,13 @@ export interface operations {
                     tags?: {
                         [key: string]: string;
                     } | string[];
+                    concurrency_key?: string | null;
+                    idempotency_ttl_secs?: number;
+                    debounce?: {
+                        key: string;
+                        delay_ms: number;
+                        max_delay_ms?: number | null;
+                    };
                 }[];
             };
         };
@@ -3084,7 +3198,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["LeaseExpired"];
+            409: components["responses"]["LeaseExpiredOrJobCancelled"];
             413: components["responses"]["PayloadTooLarge"];
             414: components["responses"]["UriTooLong"];
             422: components["responses"]["ValidationError"];
@@ -3127,7 +3241,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["LeaseExpired"];
+            409: components["responses"]["LeaseExpiredOrJobCancelled"];
             413: components["responses"]["PayloadTooLarge"];
             414: components["responses"]["UriTooLong"];
             422: components["responses"]["ValidationError"];
@@ -3169,8 +3283,84 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["LeaseExpired"];
+            409: components["responses"]["LeaseExpiredOrJobCancelled"];
             413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["ShardMovedOrUnavailable"];
+        };
+    };
+    reportJobProgress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    worker_id: string;
+                    lease_id?: string;
+                    progress: number;
+                    message?: string | null;
+                    data?: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The report as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobProgress"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["LeaseExpiredOrJobCancelled"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["ShardMovedOrUnavailable"];
+        };
+    };
+    explainJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reasons */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobExplanation"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             414: components["responses"]["UriTooLong"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];
@@ -3339,6 +3529,12 @@ export interface operations {
                 "application/json": {
                     max_retries?: number | null;
                     lease_duration_secs?: number | null;
+                    concurrency_per_key?: number | null;
+                    max_concurrency?: number | null;
+                    rate_limit?: {
+                        jobs: number;
+                        per_seconds: number;
+                    } | null;
                 };
             };
         };
@@ -3630,6 +3826,13 @@ export interface operations {
                     tags?: {
                         [key: string]: string;
                     } | string[];
+                    concurrency_key?: string | null;
+                    idempotency_ttl_secs?: number;
+                    debounce?: {
+                        key: string;
+                        delay_ms: number;
+                        max_delay_ms?: number | null;
+                    };
                 };
             };
         };
@@ -3875,6 +4078,13 @@ export interface operations {
                     tags?: {
                         [key: string]: string;
                     } | string[];
+                    concurrency_key?: string | null;
+                    idempotency_ttl_secs?: number;
+                    debounce?: {
+                        key: string;
+                        delay_ms: number;
+                        max_delay_ms?: number | null;
+                    };
                 };
             };
         };
@@ -4027,6 +4237,12 @@ export interface operations {
                     queue_name?: string;
                     max_retries?: number | null;
                     lease_duration_secs?: number | null;
+                    concurrency_per_key?: number | null;
+                    max_concurrency?: number | null;
+                    rate_limit?: {
+                        jobs: number;
+                        per_seconds: number;
+                    } | null;
                 };
             };
         };
@@ -4731,7 +4947,7 @@ export interface operations {
                     name: string;
                     /** @description http(s); https and a public address in production */
                     url: string;
-                    events: ("job.created" | "job.started" | "job.completed" | "job.failed" | "job.cancelled" | "queue.paused" | "queue.resumed" | "worker.registered" | "worker.deregistered" | "schedule.triggered")[];
+                    events: ("job.created" | "job.started" | "job.progress" | "job.completed" | "job.failed" | "job.cancelled" | "queue.paused" | "queue.resumed" | "worker.registered" | "worker.deregistered" | "schedule.triggered")[];
                     secret?: string | null;
                     enabled?: boolean;
                 };
@@ -4806,7 +5022,7 @@ export interface operations {
                     name?: string;
                     /** @description http(s); https and a public address in production */
                     url?: string;
-                    events?: ("job.created" | "job.started" | "job.completed" | "job.failed" | "job.cancelled" | "queue.paused" | "queue.resumed" | "worker.registered" | "worker.deregistered" | "schedule.triggered")[];
+                    events?: ("job.created" | "job.started" | "job.progress" | "job.completed" | "job.failed" | "job.cancelled" | "queue.paused" | "queue.resumed" | "worker.registered" | "worker.deregistered" | "schedule.triggered")[];
                     /** @description omitted: kept; null: cleared; a string: replaced */
                     secret?: string | null;
                     enabled?: boolean;

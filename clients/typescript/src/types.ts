@@ -34,6 +34,13 @@ export interface Job<P = JsonObject, R = unknown> {
   workflow_id: string | null;
   dependencies_met: boolean;
   completion_webhook: string | null;
+  /** Fairness and per-key concurrency group (docs/flow-control.md). */
+  concurrency_key: string | null;
+  debounce_key: string | null;
+  /** The lease holder's last report. */
+  progress: JobProgress | null;
+  /** When the idempotency key frees itself (idempotency_ttl_secs). */
+  idempotency_expires_at: string | null;
   scheduled_at: string | null;
   created_at: string;
   started_at: string | null;
@@ -63,6 +70,12 @@ export interface JobDefinition<P = JsonObject> {
   completion_webhook_secret?: string | null;
   /** An object of string → string, or a list of names (each a tag with the value ""). */
   tags?: Record<string, string> | string[];
+  /** Fairness and per-key concurrency group, 1–255 characters. */
+  concurrency_key?: string | null;
+  /** The idempotency key frees itself this long after creation (needs idempotency_key). */
+  idempotency_ttl_secs?: number;
+  /** A job of the same key still waiting takes this payload and runs delay_ms after it, never past max_delay_ms. */
+  debounce?: { key: string; delay_ms: number; max_delay_ms?: number | null };
 }
 
 /** Defaults for the items of a bulk enqueue (items override them). */
@@ -128,6 +141,24 @@ export interface FailReply {
   [field: string]: unknown;
 }
 
+/** The lease holder's last report on a job (POST /jobs/:id/progress). */
+export interface JobProgress {
+  progress: number;
+  message: string | null;
+  data: unknown;
+  at: string;
+}
+
+/** GET /jobs/:id/explain: every reason that holds now (docs/flow-control.md). */
+export interface JobExplanation {
+  id: string;
+  queue_name: string;
+  status: JobStatus;
+  running: boolean;
+  reasons: Array<{ reason: string; message: string; [data: string]: unknown }>;
+  at: string;
+}
+
 export interface HeartbeatReply {
   id: string;
   lease_id: string;
@@ -178,12 +209,17 @@ export interface DlqPurgeRequest {
 export interface QueueConfig {
   max_retries: number | null;
   lease_duration_secs: number | null;
+  /** Flow control (docs/flow-control.md). */
+  concurrency_per_key: number | null;
+  max_concurrency: number | null;
+  rate_limit: { jobs: number; per_seconds: number } | null;
 }
 
 export interface Queue {
   name: string;
   paused: boolean;
   paused_reason: string | null;
+  paused_at: string | null;
   config: QueueConfig;
   counts?: StatusCounts;
   created_at: string;
@@ -196,6 +232,8 @@ export interface QueueStats extends StatusCounts {
   paused: boolean;
   oldest_pending_age_seconds: number | null;
   throughput_last_minute: { completed: number; failed: number };
+  /** The concurrency keys with the most processing jobs, then the most live jobs. */
+  busiest_keys: Array<{ key: string; processing: number; waiting: number }>;
   [field: string]: unknown;
 }
 

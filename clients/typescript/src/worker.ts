@@ -5,8 +5,9 @@
 // → closed.
 //
 // Per job: the handler gets the job and a context whose `signal` aborts when the lease is lost (a renewal
-// answered 409/404: the job is someone else's now), when the job's `timeout_seconds` passes, or when a
-// shutdown runs out of grace. While the handler runs, the lease is renewed every third of its length, so a
+// answered 409/404: the job is someone else's now), when the job is cancelled (a renewal answered
+// JOB_CANCELLED, or the gRPC stream's cancel message: the reason is a JobCancelledError), when the job's
+// `timeout_seconds` passes, or when a shutdown runs out of grace. `ctx.progress()` reports progress. While the handler runs, the lease is renewed every third of its length, so a
 // handler may run far longer than the lease. The outcome is reported once: complete with the return value,
 // or fail with the thrown error's message (`UnrecoverableError`: `retryable: false`, dead-lettered at once).
 // A job whose lease was lost is not reported: the service would refuse it, and another worker may hold it.
@@ -17,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import type { SluiceClient } from './client.js';
 import { TypedEmitter } from './emitter.js';
-import { LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
+import { JobCancelledError, LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
 import { backoff, sleep } from './http.js';
 import type { Job, JsonObject } from './types.js';
 
@@ -67,6 +68,8 @@ export interface JobContext {
   attempt: number;
   /** Renews the lease now (the worker also does it on its own). */
   heartbeat(): Promise<void>;
+  /** Reports progress, 0…100, with an optional message and data (stored on the job, streamed as job.progress). */
+  progress(progress: number, message?: string | null, data?: unknown): Promise<void>;
 }
 
 export type Handler<P = JsonObject, R = unknown> = (job: Job<P>, ctx: JobContext) => Promise<R> | R;
@@ -132,6 +135,7 @@ export interface Transport {
   fail(job: Job<never>, error: string, retryable: boolean): Promise<string | null>;
   /** Renews the lease; LeaseExpiredError / NotFoundError when it is gone. */
   renew(job: Job<never>, leaseSeconds: number | undefined): Promise<void>;
+  progress(job: Job<never>, progress: number, message: string | null, data: unknown): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -145,6 +149,8 @@ export interface TransportHost {
   readonly stopping: boolean;
   free(): number;
   dispatch(job: Job<never>): void;
+  /** The service said the job was cancelled (a gRPC stream's cancel message). */
+  cancelled(jobId: string): void;
   reportError(err: unknown, context: string): void;
 }
 
@@ -370,6 +376,17 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     if (!this.stopping || !isAbort(err)) this.emit('error', err, context);
   }
 
+  /** The job was cancelled on the service: its handler's signal aborts, and nothing is reported for it. */
+  cancelled(jobId: string, cause?: unknown): void {
+    const r = this.running.get(jobId);
+    if (!r || r.lost) return;
+    r.lost = true;
+    clearTimeout(r.renewTimer);
+    const reason = cause instanceof JobCancelledError ? cause : new JobCancelledError({ status: 409, code: 'JOB_CANCELLED', message: `job ${jobId} was cancelled` });
+    r.ctl.abort(reason);
+    this.emit('leaseLost', r.job as Job<P>, reason);
+  }
+
   /** A claimed job: run it in a free slot. */
   dispatch(job: Job<never>): void {
     const r: Running = { job, ctl: new AbortController(), lost: false, timedOut: false, abandoned: false, renewing: null };
@@ -400,6 +417,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
       try {
         await this.transport!.renew(job, this.leaseSeconds);
       } catch (err) {
+        if (err instanceof JobCancelledError) return this.cancelled(job.id, err);
         if (err instanceof LeaseExpiredError || err instanceof NotFoundError) {
           if (!r.lost) {
             r.lost = true;
@@ -436,6 +454,15 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
         if (r.lost) throw new LeaseLostError(job.id);
         await renew();
         if (r.lost) throw new LeaseLostError(job.id);
+      },
+      progress: async (progress, message = null, data = null) => {
+        if (r.lost) throw r.ctl.signal.reason ?? new LeaseLostError(job.id);
+        try {
+          await this.transport!.progress(job, progress, message, data);
+        } catch (err) {
+          if (err instanceof JobCancelledError) this.cancelled(job.id, err);
+          throw err;
+        }
       },
     };
     this.emit('active', job as Job<P>);
@@ -671,6 +698,10 @@ class HttpTransport implements Transport {
       lease_id: job.lease_id!,
       ...(leaseSeconds !== undefined ? { lease_duration_secs: leaseSeconds } : {}),
     });
+  }
+
+  async progress(job: Job<never>, progress: number, message: string | null, data: unknown): Promise<void> {
+    await this.host.client.jobs.progress(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, progress, message, data });
   }
 
   async close(): Promise<void> {

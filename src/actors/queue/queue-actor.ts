@@ -3,7 +3,8 @@
 // Job states held here (terminal jobs leave memory; the store keeps them):
 //   provisional  inserted with an idempotency key, commit pending: the insert may lose to an existing key,
 //                so it is not claimable until the commit says it went in
-//   pending      in `ready`, ordered by priority (high first), then id (UUIDv7: oldest first)
+//   pending      in `ready`, ordered by priority (high first), then id (UUIDv7: oldest first); in a queue that
+//                uses concurrency keys, in `lanes` instead (key-lanes.ts: one heap per key, keys take turns)
 //   blocked      a workflow job whose parents have not all completed: pending with dependencies_met false,
 //                held in `jobs` but not in `ready` until `release`
 //   scheduled    in `scheduled`, ordered by run-at; `tick` moves it to pending when due
@@ -11,30 +12,43 @@
 //
 // Messages:
 //   enqueue    new job → provisional | pending | scheduled | blocked (a workflow job enqueued blocked);
-//              a live job with the same key → that job
+//              a live job with the same idempotency key → that job, unless the key's window (idempotency_ttl)
+//              is over: the key then passes to the new job (the commit frees it in the store);
+//              with `debounce`: a job of that debounce key still waiting (scheduled, or pending unblocked) gets
+//              the new payload and a run time pushed to now + delay_ms, never past its debounce_until; else a
+//              new job scheduled at now + delay_ms
 //   release    blocked → pending (dependencies_met true, feeds waiters); anything else is left alone, so the
 //              workflow coordinator may repeat it
-//   claim      paused → []; else up to `limit` ready jobs → processing; none and `wait_ms` → a waiter
+//   claim      paused → []; else up to `limit` ready jobs → processing, skipping keys at concurrency_per_key,
+//              stopping at max_concurrency or when the rate limit's window is full; none and `wait_ms` → a waiter,
+//              fed when a job becomes ready, a processing job stops (limits), or the rate window's next slot comes
+//              (the actor's timer: nextWake), never by polling
+//   progress   processing + matching live lease → progress stored on the row, job.progress published
 //   complete   processing + matching live lease → completed (leaves memory); otherwise LEASE_EXPIRED
 //   fail       processing + matching live lease → scheduled after backoff, or deadletter when retries are
 //              exhausted or the worker says it is not retryable
 //   heartbeat  processing + matching live lease → new expiry; an expired lease is never revived
-//   cancel     pending (blocked too) | scheduled | processing → cancelled (a worker holding it then gets LEASE_EXPIRED)
+//   cancel     pending (blocked too) | scheduled | processing → cancelled (a worker holding it then gets LEASE_EXPIRED;
+//              job.cancelled names the worker, whose stream or heartbeat is told)
 //   tick       due scheduled → pending; due leases → pending with retry_count + 1, or deadletter
 //   priority   pending | scheduled → same state, new priority (the ready order changes at once)
 //   unclaim    processing under the given lease → pending, as if never claimed (its worker never got it)
 //   revive     a terminal job (deadletter | cancelled, read from the store by the caller) → provisional
 //              until the commit finds the row still terminal → pending (or blocked, when asked) with
 //              retry_count 0
-//   queue      create (409 if it exists), pause (parked claims answered []), resume, configure, delete
-//              (409 while live jobs remain)
+//   queue      create (409 if it exists), pause (parked claims answered []), resume, configure (new limits
+//              apply at once: parked keys and waiters are fed again), delete (409 while live jobs remain)
+//   explain    any → what holds a live job here now (paused, scheduled, blocked, key or queue at its limit,
+//              rate limited, jobs ahead of it, last claim); no change
 //
 // Heap entries are never removed in place: each job carries a version, bumped on every transition, and an
 // entry whose version is old is skipped when it surfaces.
 import { AppError } from '../../errors.js';
 import { Heap } from '../heap.js';
 import { leaseId as newLeaseId } from '../ids.js';
-import type { CommitOutput, DomainEvent, Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, QueueState, Reply } from '../records.js';
+import type { CommitOutput, DomainEvent, Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, Progress, QueueState, Reply } from '../records.js';
+import { KeyLanes } from './key-lanes.js';
+import { RateWindow, type RateLimit } from './rate-window.js';
 
 export interface QueueSettings {
   /** Backoff unit: min(2^retry_count, 60) units before the next attempt. */
@@ -69,10 +83,14 @@ export interface LiveJob {
   workflow_id: string | null;
   /** A pending workflow job whose parents have not all completed: not in `ready`. */
   blocked: boolean;
+  concurrency_key: string | null;
+  idempotency_expires_at: number | null;
+  debounce_key: string | null;
+  debounce_until: number | null;
   ver: number;
 }
 
-interface Entry {
+export interface Entry {
   job: LiveJob;
   ver: number;
   at: number;
@@ -93,13 +111,26 @@ export interface EnqueueInput {
   workflow_id?: string | null;
   /** Enqueue as blocked: pending with dependencies_met false, claimable only after `release`. */
   blocked?: boolean;
+  concurrency_key?: string | null;
+  /** The idempotency key frees itself this long after the job's creation. */
+  idempotency_ttl_secs?: number | null;
+  debounce?: Debounce | null;
+}
+
+export interface Debounce {
+  key: string;
+  delay_ms: number;
+  /** How far past the first job of the burst the run may be pushed; null: no bound. */
+  max_delay_ms: number | null;
 }
 
 export type EnqueueReply =
   /** The new row without its payload, which the caller already has (no need to copy it back across threads). */
   | { created: true; job: Omit<JobRow, 'payload'> }
   /** The key belongs to an existing job, which the caller reads from the store. */
-  | { created: false; idempotency_key: string };
+  | { created: false; idempotency_key: string }
+  /** A waiting job of the same debounce key took the payload: the caller reads it from the store. */
+  | { created: false; debounced: true; id: string };
 
 export interface ClaimInput {
   worker_id: string;
@@ -147,12 +178,54 @@ export type ClaimReply = { jobs: Record<string, unknown>[] };
 export interface QueueConfig {
   max_retries: number | null;
   lease_duration_secs: number | null;
+  concurrency_per_key: number | null;
+  max_concurrency: number | null;
+  rate_limit: RateLimit | null;
 }
+
+const NO_CONFIG: QueueConfig = { max_retries: null, lease_duration_secs: null, concurrency_per_key: null, max_concurrency: null, rate_limit: null };
+
+export interface ProgressInput extends LeaseInput {
+  progress: number;
+  message: string | null;
+  data: unknown;
+}
+
+/** What the actor knows of why a job is not running; the caller adds what the store knows (explain). */
+export type ExplainFacts =
+  | { live: false }
+  | {
+      live: true;
+      status: 'provisional' | 'pending' | 'scheduled' | 'processing';
+      blocked: boolean;
+      priority: number;
+      scheduled_at: number | null;
+      retry_count: number;
+      max_retries: number;
+      last_error: string | null;
+      paused: boolean;
+      paused_reason: string | null;
+      paused_at: number | null;
+      concurrency_key: string | null;
+      concurrency_per_key: number | null;
+      /** Processing jobs of the same key. */
+      key_holders: string[];
+      max_concurrency: number | null;
+      processing: number;
+      rate_limit: RateLimit | null;
+      /** The next instant the rate limit lets a job out, when it holds them back now. */
+      rate_next_slot: number | null;
+      /** Claimable jobs that a claim takes before this one (higher priority, or equal and older). */
+      ahead: number;
+      last_claim_at: number | null;
+      loaded_at: number;
+    };
 
 export interface QueueView {
   name: string;
   paused: boolean;
   paused_reason: string | null;
+  paused_at: number | null;
   config: QueueConfig;
   created_at: number;
   updated_at: number;
@@ -170,6 +243,7 @@ export interface ReviveInput {
   workflow_id?: string | null;
   /** Revive as blocked (a workflow job whose parents have not all completed). */
   blocked?: boolean;
+  concurrency_key?: string | null;
 }
 
 export type ReviveOutcome = { id: string; revived: true; job: Record<string, unknown> } | { id: string; revived: false; reason: string };
@@ -189,6 +263,13 @@ export class QueueActor {
   private readonly ready = new Heap<Entry>(readyOrder);
   private readonly scheduled = new Heap<Entry>(earliest);
   private readonly leases = new Heap<Entry>(earliest);
+  /** Replaces `ready` once the queue sees a concurrency key or a per-key limit; queues without keys never pay for it. */
+  private lanes: KeyLanes | null = null;
+  private rate: RateWindow | null = null;
+  /** Processing jobs (max_concurrency). */
+  private processing = 0;
+  /** The waiting job of each debounce key. */
+  private readonly debounces = new Map<string, LiveJob>();
   private waiters: Waiter[] = [];
   private queue: QueueState | null;
   /**
@@ -197,6 +278,7 @@ export class QueueActor {
    * the check is the second line against two writers of one queue.
    */
   diverged = false;
+  private lastClaimAt: number | null = null;
 
   constructor(
     readonly organizationId: string,
@@ -204,9 +286,19 @@ export class QueueActor {
     private readonly settings: QueueSettings,
     queue: QueueState | null,
     live: Iterable<Omit<LiveJob, 'ver'>> = [],
+    /** When the actor was built: explain's "no claim since" counts from here when none came since. */
+    readonly loadedAt = 0,
   ) {
     this.queue = queue;
-    for (const row of live) this.place({ ...row, ver: 0 });
+    if (queue?.concurrency_per_key != null) this.useLanes();
+    if (queue?.rate_limit) this.rate = new RateWindow(queue.rate_limit);
+    for (const row of live) {
+      const job: LiveJob = { ...row, ver: 0 };
+      this.place(job);
+      if (job.status === 'processing') this.started(job);
+      // Only a job that never ran still absorbs its burst: a claim ends the burst, and a retry does not reopen it.
+      if (job.debounce_key !== null && job.status !== 'processing' && job.started_at === null) this.debounces.set(job.debounce_key, job);
+    }
   }
 
   get paused(): boolean {
@@ -219,15 +311,31 @@ export class QueueActor {
 
   enqueue(input: EnqueueInput, fx: Effects): Reply<EnqueueReply> {
     const key = input.idempotency_key;
+    const now = fx.now;
     if (key !== null) {
       const existing = this.keys.get(key);
-      if (existing) return () => ({ created: false, idempotency_key: key });
+      if (existing && (existing.status === 'provisional' || existing.idempotency_expires_at === null || existing.idempotency_expires_at > now)) {
+        return () => ({ created: false, idempotency_key: key });
+      }
+      // The key's window is over: it passes to the new job, in the commit of the new job's insert.
+      if (existing) {
+        this.keys.delete(key);
+        existing.idempotency_key = null;
+        fx.write({ kind: 'update', id: existing.id, state: this.state(existing, now), dropKey: true });
+      }
+    }
+    const debounce = input.debounce ?? null;
+    if (debounce !== null) {
+      const waiting = this.debounces.get(debounce.key);
+      if (waiting && this.jobs.get(waiting.id) === waiting && (waiting.status === 'scheduled' || (waiting.status === 'pending' && !waiting.blocked))) {
+        return this.debounced(waiting, debounce, input.payload, fx);
+      }
     }
     this.ensureQueue(fx);
-    const now = fx.now;
     const id = input.id ?? fx.newJobId();
     const blocked = input.blocked ?? false;
-    const delayed = input.scheduled_at !== null && input.scheduled_at > now;
+    const scheduledAt = debounce !== null ? now + debounce.delay_ms : input.scheduled_at;
+    const delayed = scheduledAt !== null && scheduledAt > now;
     const row: JobRow = {
       id,
       organization_id: this.organizationId,
@@ -243,7 +351,7 @@ export class QueueActor {
       tags: input.tags,
       idempotency_key: key,
       timeout_seconds: input.timeout_seconds ?? this.queue?.lease_duration_secs ?? this.settings.defaultTimeoutSeconds,
-      scheduled_at: input.scheduled_at,
+      scheduled_at: scheduledAt,
       created_at: now,
       started_at: null,
       completed_at: null,
@@ -255,6 +363,10 @@ export class QueueActor {
       dependencies_met: !blocked,
       completion_webhook: input.completion_webhook,
       completion_webhook_secret: input.completion_webhook_secret,
+      concurrency_key: input.concurrency_key ?? null,
+      idempotency_expires_at: key !== null && input.idempotency_ttl_secs != null ? now + input.idempotency_ttl_secs * 1000 : null,
+      debounce_key: debounce?.key ?? null,
+      debounce_until: debounce !== null && debounce.max_delay_ms !== null ? now + debounce.max_delay_ms : null,
     };
     const job: LiveJob = {
       id,
@@ -266,7 +378,7 @@ export class QueueActor {
       last_error: null,
       scheduled_at: row.scheduled_at,
       started_at: null,
-      due_at: delayed ? input.scheduled_at! : now,
+      due_at: delayed ? scheduledAt! : now,
       assigned_worker_id: null,
       lease_id: null,
       lease_expires_at: null,
@@ -275,10 +387,15 @@ export class QueueActor {
       callback: input.completion_webhook !== null,
       workflow_id: row.workflow_id,
       blocked,
+      concurrency_key: row.concurrency_key,
+      idempotency_expires_at: row.idempotency_expires_at,
+      debounce_key: row.debounce_key,
+      debounce_until: row.debounce_until,
       ver: 0,
     };
     this.jobs.set(id, job);
     if (key !== null) this.keys.set(key, job);
+    if (debounce !== null) this.debounces.set(debounce.key, job);
     fx.write({ kind: 'insert', job: row, conflictKey: key !== null });
     this.publish(fx, 'job.created', job.id, row.status, { priority: row.priority, scheduled_at: row.scheduled_at }, key !== null);
 
@@ -306,6 +423,7 @@ export class QueueActor {
   /** Returns null when nothing is claimable and the caller may wait (see addWaiter). */
   claim(input: ClaimInput, fx: Effects): Reply<ClaimReply> | null {
     if (this.paused) return () => ({ jobs: [] });
+    this.lastClaimAt = fx.now;
     // A claim at the very instant a job falls due must see it, whether or not the thread's timer fired yet.
     this.tick(fx);
     const ids = this.take(input, fx);
@@ -335,6 +453,7 @@ export class QueueActor {
     const job = this.leased(input, fx.now);
     const now = fx.now;
     this.forget(job);
+    this.stopped(job);
     fx.write({
       kind: 'update',
       id: job.id,
@@ -343,6 +462,7 @@ export class QueueActor {
     });
     this.finished(job, 'completed', fx);
     this.publish(fx, 'job.completed', job.id, 'completed', { worker_id: input.worker_id, result: input.result ?? null, ...callbackOf(job) }, false, job.started_at);
+    this.feedWaiters(fx);
     return () => ({ id: job.id, status: 'completed', completed_at: now });
   }
 
@@ -351,6 +471,7 @@ export class QueueActor {
     const now = fx.now;
     const entry: ErrorEntry = { attempt: job.retry_count + 1, error: input.error, at: new Date(now).toISOString() };
     const claimedAt = job.started_at;
+    this.stopped(job);
     job.last_error = input.error;
     job.lease_id = null;
     job.lease_expires_at = null;
@@ -378,6 +499,7 @@ export class QueueActor {
       next_run_at: status === 'scheduled' ? job.scheduled_at : null,
       ...(status === 'deadletter' ? callbackOf(job) : {}),
     }, false, claimedAt);
+    this.feedWaiters(fx);
     const reply: FailReply = {
       id: job.id,
       status,
@@ -400,20 +522,35 @@ export class QueueActor {
     return () => reply;
   }
 
+  /** The lease holder's progress report: stored on the row (not in memory) and published as job.progress. */
+  progress(input: ProgressInput, fx: Effects): Reply<{ id: string } & Progress> {
+    const job = this.leased(input, fx.now);
+    const now = fx.now;
+    const progress: Progress = { progress: input.progress, message: input.message, data: input.data ?? null, at: new Date(now).toISOString() };
+    fx.write({ kind: 'update', id: job.id, state: this.state(job, now), progress });
+    this.publish(fx, 'job.progress', job.id, 'processing', { worker_id: input.worker_id, ...progress });
+    return () => ({ id: job.id, ...progress });
+  }
+
   /** Null when the job is not live here: the caller tells "terminal" from "unknown" with the store. */
   cancel(id: string, fx: Effects): Reply<{ id: string; status: JobStatus }> | null {
     const job = this.jobs.get(id);
     if (!job || job.status === 'provisional') return null;
     const now = fx.now;
     const claimedAt = job.status === 'processing' ? job.started_at : null;
+    const wasRunning = job.status === 'processing';
+    const worker = job.assigned_worker_id;
     this.forget(job);
+    if (wasRunning) this.stopped(job);
     fx.write({
       kind: 'update',
       id,
       state: { ...this.state(job, now), status: 'cancelled', completed_at: now, lease_id: null, lease_expires_at: null },
     });
     this.finished(job, 'cancelled', fx);
-    this.publish(fx, 'job.cancelled', id, 'cancelled', undefined, false, claimedAt);
+    // A running job's worker is told through this event (its stream, its next heartbeat answers JOB_CANCELLED).
+    this.publish(fx, 'job.cancelled', id, 'cancelled', wasRunning ? { worker_id: worker, was_processing: true } : undefined, false, claimedAt);
+    if (wasRunning) this.feedWaiters(fx);
     return () => ({ id, status: 'cancelled' });
   }
 
@@ -448,6 +585,7 @@ export class QueueActor {
     for (const { id, lease_id } of items) {
       const job = this.jobs.get(id);
       if (!job || job.status !== 'processing' || job.lease_id !== lease_id) continue;
+      this.stopped(job);
       job.status = 'pending';
       job.assigned_worker_id = null;
       job.lease_id = null;
@@ -506,6 +644,11 @@ export class QueueActor {
         callback: input.callback,
         workflow_id: input.workflow_id ?? null,
         blocked: input.blocked ?? false,
+        concurrency_key: input.concurrency_key ?? null,
+        // A revived job keeps its key under the store's rule (the row's expiry is not read back): held while live.
+        idempotency_expires_at: null,
+        debounce_key: null,
+        debounce_until: null,
         ver: 0,
       };
       this.jobs.set(job.id, job);
@@ -534,7 +677,7 @@ export class QueueActor {
 
   // --- the queue itself ---
 
-  createQueue(config: QueueConfig, fx: Effects): Reply<QueueView> {
+  createQueue(config: Partial<QueueConfig>, fx: Effects): Reply<QueueView> {
     if (this.queue) throw new AppError('QUEUE_EXISTS', `Queue '${this.name}' already exists`);
     this.ensureQueue(fx, config);
     return this.viewReply();
@@ -542,7 +685,7 @@ export class QueueActor {
 
   pause(reason: string | null, fx: Effects): Reply<QueueView> {
     const q = this.existing();
-    this.writeQueue(fx, { ...q, paused: true, paused_reason: reason });
+    this.writeQueue(fx, { ...q, paused: true, paused_reason: reason, paused_at: q.paused ? q.paused_at : fx.now });
     fx.emit({ type: 'queue', event: 'queue.paused', organization_id: this.organizationId, queue_name: this.name, at: fx.now, data: { reason } });
     // Parked claims would wait in vain: they are answered now, empty.
     for (const w of this.drainWaiters()) w.respond(() => ({ jobs: [] }));
@@ -551,7 +694,7 @@ export class QueueActor {
 
   resume(fx: Effects): Reply<QueueView> {
     const q = this.existing();
-    this.writeQueue(fx, { ...q, paused: false, paused_reason: null });
+    this.writeQueue(fx, { ...q, paused: false, paused_reason: null, paused_at: null });
     fx.emit({ type: 'queue', event: 'queue.resumed', organization_id: this.organizationId, queue_name: this.name, at: fx.now });
     return this.viewReply();
   }
@@ -559,6 +702,8 @@ export class QueueActor {
   configure(config: Partial<QueueConfig>, fx: Effects): Reply<QueueView> {
     const q = this.existing();
     this.writeQueue(fx, { ...q, ...config });
+    this.applyLimits(q);
+    this.feedWaiters(fx);
     return this.viewReply();
   }
 
@@ -592,6 +737,7 @@ export class QueueActor {
       if (this.stale(e, 'processing')) continue;
       const job = e.job;
       const entry: ErrorEntry = { attempt: job.retry_count + 1, error: 'lease expired', at: new Date(now).toISOString() };
+      this.stopped(job);
       job.last_error = 'lease expired';
       job.lease_id = null;
       job.lease_expires_at = null;
@@ -618,26 +764,74 @@ export class QueueActor {
         next_run_at: retry ? now : null,
         ...(retry ? {} : callbackOf(job)),
       }, false, job.started_at, true);
+      promoted = true;
     }
-    if (promoted) this.feedWaiters(fx);
+    // Waiters held back by the rate limit are fed when its window has a slot again (nextWake armed the timer).
+    if (promoted || this.rate !== null) this.feedWaiters(fx);
   }
 
   /** The next instant tick has work, or null. */
-  nextWake(): number | null {
+  nextWake(now: number): number | null {
     const s = this.liveTop(this.scheduled, 'scheduled');
     const l = this.liveTop(this.leases, 'processing');
-    if (s === undefined) return l?.at ?? null;
-    if (l === undefined) return s.at;
-    return Math.min(s.at, l.at);
+    let at = Math.min(s?.at ?? Infinity, l?.at ?? Infinity);
+    // Claims parked by the rate limit wake at its next slot, not by polling.
+    if (this.rate !== null && this.waiters.length > 0 && !this.paused && this.hasReady()) {
+      const slot = this.rate.nextSlot(now);
+      if (slot > now) at = Math.min(at, slot);
+    }
+    return at === Infinity ? null : at;
+  }
+
+  /** What holds the job now, as far as this actor knows (see ExplainFacts). */
+  explain(id: string, now: number): ExplainFacts {
+    const job = this.jobs.get(id);
+    if (!job) return { live: false };
+    const q = this.queue;
+    const perKey = q?.concurrency_per_key ?? null;
+    const holders: string[] = [];
+    let ahead = 0;
+    const claimable = job.status === 'pending' && !job.blocked;
+    for (const other of this.jobs.values()) {
+      if (job.concurrency_key !== null && other.concurrency_key === job.concurrency_key && other.status === 'processing') holders.push(other.id);
+      if (claimable && other !== job && other.status === 'pending' && !other.blocked && this.claimableKey(other, perKey)) {
+        if (other.priority > job.priority || (other.priority === job.priority && other.id < job.id)) ahead++;
+      }
+    }
+    const slot = this.rate?.nextSlot(now) ?? now;
+    return {
+      live: true,
+      status: job.status,
+      blocked: job.blocked,
+      priority: job.priority,
+      scheduled_at: job.scheduled_at,
+      retry_count: job.retry_count,
+      max_retries: job.max_retries,
+      last_error: job.last_error,
+      paused: q?.paused ?? false,
+      paused_reason: q?.paused_reason ?? null,
+      paused_at: q?.paused_at ?? null,
+      concurrency_key: job.concurrency_key,
+      concurrency_per_key: perKey,
+      key_holders: holders,
+      max_concurrency: q?.max_concurrency ?? null,
+      processing: this.processing,
+      rate_limit: q?.rate_limit ?? null,
+      rate_next_slot: slot > now ? slot : null,
+      ahead,
+      last_claim_at: this.lastClaimAt,
+      loaded_at: this.loadedAt,
+    };
   }
 
   // --- internals ---
 
   /** A job sent to an unknown queue creates it; an explicit create was counted against the quota already. */
-  private ensureQueue(fx: Effects, config: QueueConfig | null = null): void {
+  private ensureQueue(fx: Effects, config: Partial<QueueConfig> | null = null): void {
     if (this.queue) return;
-    const cfg = config ?? { max_retries: null, lease_duration_secs: null };
-    this.writeQueue(fx, { paused: false, paused_reason: null, ...cfg, created_at: fx.now, updated_at: fx.now });
+    const cfg = { ...NO_CONFIG, ...config };
+    this.writeQueue(fx, { paused: false, paused_reason: null, paused_at: null, ...cfg, created_at: fx.now, updated_at: fx.now });
+    this.applyLimits(null);
     if (config === null) fx.emit({ type: 'queue.created', organization_id: this.organizationId, queue_name: this.name });
   }
 
@@ -685,7 +879,14 @@ export class QueueActor {
       name: this.name,
       paused: q.paused,
       paused_reason: q.paused_reason,
-      config: { max_retries: q.max_retries, lease_duration_secs: q.lease_duration_secs },
+      paused_at: q.paused_at,
+      config: {
+        max_retries: q.max_retries,
+        lease_duration_secs: q.lease_duration_secs,
+        concurrency_per_key: q.concurrency_per_key,
+        max_concurrency: q.max_concurrency,
+        rate_limit: q.rate_limit,
+      },
       created_at: q.created_at,
       updated_at: q.updated_at,
     };
@@ -695,11 +896,18 @@ export class QueueActor {
   private take(input: ClaimInput, fx: Effects): string[] {
     const now = fx.now;
     const ids: string[] = [];
+    const q = this.queue;
+    const max = q?.max_concurrency ?? null;
+    const perKey = q?.concurrency_per_key ?? null;
     while (ids.length < input.limit) {
-      const e = this.ready.pop();
+      if (max !== null && this.processing >= max) break;
+      if (this.rate !== null && this.rate.available(now) <= 0) break;
+      const e = this.lanes !== null ? this.lanes.pop(perKey) : this.ready.pop();
       if (!e) break;
       if (this.stale(e, 'pending')) continue;
       const job = e.job;
+      this.rate?.record(now);
+      if (job.debounce_key !== null && this.debounces.get(job.debounce_key) === job) this.debounces.delete(job.debounce_key);
       job.status = 'processing';
       job.assigned_worker_id = input.worker_id;
       job.lease_id = newLeaseId();
@@ -707,6 +915,7 @@ export class QueueActor {
       job.lease_ms = (input.lease_duration_secs ?? job.timeout_seconds) * 1000;
       job.lease_expires_at = now + job.lease_ms;
       this.place(job);
+      this.started(job);
       // Only from pending: a claim never takes a row that is not what this actor believes it is.
       fx.write({ kind: 'update', id: job.id, state: this.state(job, now), returning: true, onlyFrom: ['pending'] });
       this.publish(fx, 'job.started', job.id, 'processing', { worker_id: input.worker_id, attempt: job.retry_count + 1 }, false, job.due_at);
@@ -717,7 +926,7 @@ export class QueueActor {
 
   private feedWaiters(fx: Effects): void {
     if (this.paused) return;
-    while (this.waiters.length > 0 && this.ready.size > 0) {
+    while (this.waiters.length > 0 && this.hasReady()) {
       const w = this.waiters[0]!;
       const ids = this.take(w.input, fx);
       if (ids.length === 0) break;
@@ -760,7 +969,10 @@ export class QueueActor {
     if (job.idempotency_key !== null) this.keys.set(job.idempotency_key, job);
     switch (job.status) {
       case 'pending':
-        if (!job.blocked) this.ready.push({ job, ver: job.ver, at: 0 });
+        if (job.blocked) break;
+        if (job.concurrency_key !== null && this.lanes === null) this.useLanes();
+        if (this.lanes !== null) this.lanes.push({ job, ver: job.ver, at: 0 }, this.queue?.concurrency_per_key ?? null);
+        else this.ready.push({ job, ver: job.ver, at: 0 });
         break;
       case 'scheduled':
         this.scheduled.push({ job, ver: job.ver, at: job.scheduled_at ?? 0 });
@@ -777,6 +989,62 @@ export class QueueActor {
     job.ver++;
     this.jobs.delete(job.id);
     if (job.idempotency_key !== null && this.keys.get(job.idempotency_key) === job) this.keys.delete(job.idempotency_key);
+    if (job.debounce_key !== null && this.debounces.get(job.debounce_key) === job) this.debounces.delete(job.debounce_key);
+  }
+
+  /** A waiting job of the debounce key takes the new payload; its run moves to now + delay, never past its bound. */
+  private debounced(job: LiveJob, d: Debounce, payload: unknown, fx: Effects): Reply<EnqueueReply> {
+    const now = fx.now;
+    const at = Math.min(now + d.delay_ms, job.debounce_until ?? Infinity);
+    job.scheduled_at = at;
+    job.due_at = at;
+    job.status = at > now ? 'scheduled' : 'pending';
+    this.place(job);
+    fx.write({ kind: 'update', id: job.id, state: this.state(job, now), payload });
+    if (job.status === 'pending') this.feedWaiters(fx);
+    const id = job.id;
+    return () => ({ created: false, debounced: true, id });
+  }
+
+  /** Switches the queue to per-key lanes (for good: an actor rebuilt without keys goes back to the plain heap). */
+  private useLanes(): void {
+    if (this.lanes !== null) return;
+    const lanes = new KeyLanes((e) => this.stale(e, 'pending'));
+    const limit = this.queue?.concurrency_per_key ?? null;
+    for (let e = this.ready.pop(); e; e = this.ready.pop()) if (!this.stale(e, 'pending')) lanes.push(e, limit);
+    for (const job of this.jobs.values()) if (job.status === 'processing') lanes.started(job.concurrency_key, limit);
+    this.lanes = lanes;
+  }
+
+  /** The queue's limits changed (or were just set): lanes, the rate window and waiters follow at once. */
+  private applyLimits(before: QueueState | null): void {
+    const q = this.queue!;
+    if (q.concurrency_per_key !== null) this.useLanes();
+    if (this.lanes !== null && q.concurrency_per_key !== (before?.concurrency_per_key ?? null)) this.lanes.relimit(q.concurrency_per_key);
+    const r = q.rate_limit;
+    const had = this.rate?.limit ?? null;
+    if (r === null) this.rate = null;
+    else if (had === null || had.jobs !== r.jobs || had.per_seconds !== r.per_seconds) this.rate = new RateWindow(r, this.rate);
+  }
+
+  private started(job: LiveJob): void {
+    this.processing++;
+    this.lanes?.started(job.concurrency_key, this.queue?.concurrency_per_key ?? null);
+  }
+
+  /** Called once on every way out of processing (complete, fail, cancel, expiry, unclaim). */
+  private stopped(job: LiveJob): void {
+    this.processing--;
+    this.lanes?.stopped(job.concurrency_key, this.queue?.concurrency_per_key ?? null);
+  }
+
+  private hasReady(): boolean {
+    if (this.lanes !== null) return this.lanes.hasClaimable(this.queue?.concurrency_per_key ?? null);
+    return this.liveTop(this.ready, 'pending') !== undefined;
+  }
+
+  private claimableKey(job: LiveJob, perKey: number | null): boolean {
+    return perKey === null || job.concurrency_key === null || (this.lanes?.processingOf(job.concurrency_key) ?? 0) < perKey;
   }
 
   private stale(e: Entry, status: LiveStatus): boolean {

@@ -2,7 +2,8 @@
 // to the REST bodies and checked by the same validators, so validation, defaults and quotas are one copy.
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { idOf, isUuid } from '../../app/fields.js';
-import { ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody } from '../../app/jobs.js';
+import type { EventBus } from '../../app/events.js';
+import { ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody, ProgressBody } from '../../app/jobs.js';
 import { AppError, validationError } from '../../errors.js';
 import { presentJob, presentTimes } from '../present.js';
 import { assertCleanRequest, given, grpcError, OpenStream, unary, type GrpcContext } from './call.js';
@@ -40,8 +41,46 @@ export function toJob(j: Json): Json {
     updatedAt: str(j.updated_at),
     workflowId: str(j.workflow_id),
     completionWebhook: str(j.completion_webhook),
+    concurrencyKey: str(j.concurrency_key),
+    progress: (j.progress as Json | null)?.progress ?? -1,
+    progressMessage: str((j.progress as Json | null)?.message),
   };
 }
+
+/** Jobs a stream handed out and has not seen finished; the oldest are forgotten past this many. */
+const HELD_MAX = 10_000;
+
+/**
+ * Tells a stream when a job it handed out is cancelled (job.cancelled of a job that was processing). The
+ * event bus is this node's: with many nodes, a cancel reaches the stream once its node hears of it (see
+ * docs/flow-control.md). Returns the set to add sent jobs to, and the unsubscribe.
+ */
+function watchCancels(events: EventBus, org: string, onCancel: (jobId: string) => void): { held: Set<string>; stop: () => void } {
+  const held = new Set<string>();
+  const stop = events.subscribe(org, (e) => {
+    const id = e.data.job_id as string;
+    if (e.event !== 'job.cancelled' || !held.delete(id)) return;
+    onCancel(id);
+  });
+  const add = held.add.bind(held);
+  held.add = (id: string) => {
+    if (held.size >= HELD_MAX) held.delete(held.values().next().value!);
+    return add(id);
+  };
+  return { held, stop };
+}
+
+interface ProgressMsg {
+  jobId: string;
+  workerId: string;
+  leaseId: string;
+  progress: number;
+  message: string;
+  data: PbValue | null;
+}
+
+/** proto3 has no null: 0 means "no bound". */
+const debounceOf = (d: Json) => ({ key: d.key, delay_ms: d.delayMs, max_delay_ms: d.maxDelayMs ? d.maxDelayMs : null });
 
 interface ClaimMsg {
   queueName: string;
@@ -97,6 +136,11 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
     const reply = presentTimes(await jobs.heartbeat(org, jobId(r.jobId), body));
     return { jobId: reply.id, leaseId: str(reply.lease_id), leaseExpiresAt: str(reply.lease_expires_at) };
   };
+  const progress = async (org: string, r: ProgressMsg): Promise<Json> => {
+    const body = ProgressBody({ worker_id: r.workerId, lease_id: given(r.leaseId), progress: r.progress, message: given(r.message), data: fromValue(r.data) });
+    const reply = await jobs.progress(org, jobId(r.jobId), body);
+    return { jobId: reply.id, progress: reply.progress, at: str(reply.at) };
+  };
   const claim = async (org: string, r: ClaimMsg, waitMs: number) => jobs.claim(org, ClaimBody(claimBody(r, waitMs)));
 
   /**
@@ -118,15 +162,26 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
     }
   };
 
+  /** A cancelled job is told as a Job with status "cancelled" (the stream carries only Job messages). */
   const streamJobs = (call: ServerWritableStream<ClaimMsg, Json>) => {
     const stream = new OpenStream(ctx, call);
+    let stop = () => {};
+    call.on('close', () => stop());
     stream
       .authenticate('jobs:write')
       .then((org) => {
         assertCleanRequest(ctx, call.request);
-        return pump(org, call.request, Infinity, () => stream.open, (job) => stream.write(job));
+        const w = watchCancels(ctx.app.ctx.events, org, (id) => {
+          if (stream.open) void stream.write({ id, queueName: call.request.queueName, status: 'cancelled', progress: -1 }).catch(() => {});
+        });
+        stop = w.stop;
+        return pump(org, call.request, Infinity, () => stream.open, (job) => {
+          w.held.add(job.id as string);
+          return stream.write(job);
+        });
       })
-      .catch((err) => stream.fail(err));
+      .catch((err) => stream.fail(err))
+      .finally(() => stop());
   };
 
   /**
@@ -141,6 +196,15 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
     const pending = new Set<Promise<void>>();
     const org = stream.authenticate('jobs:write');
     org.catch((err) => stream.fail(err));
+    const cancels = org.then((o) => {
+      const w = watchCancels(ctx.app.ctx.events, o, (jobId) => {
+        if (stream.open) void stream.write({ cancelled: { jobId } }).catch(() => {});
+      });
+      call.on('close', w.stop);
+      if (!stream.open) w.stop();
+      return w;
+    });
+    cancels.catch(() => {});
     const ack = async (ref: string, jobId: string, reply: Json | null, err?: unknown): Promise<void> => {
       if (!stream.open) return;
       const e = err === undefined ? null : grpcError(err, ctx.log);
@@ -160,14 +224,22 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
           return ack(ref, '', null, validationError([{ field: 'batchSize', message: 'must be from 1 to 100' }]));
         }
         const more = () => stream.open && claiming;
-        return pump(o, r, r.batchSize, () => stream.open, (job) => stream.write({ job }), more).catch((err) => ack(ref, '', null, err));
+        const { held } = await cancels;
+        const send = (job: Json) => {
+          held.add(job.id as string);
+          return stream.write({ job });
+        };
+        return pump(o, r, r.batchSize, () => stream.open, send, more).catch((err) => ack(ref, '', null, err));
       }
-      const ops = { complete, fail, renew } as Record<string, (org: string, r: never) => Promise<Json>>;
+      const ops = { complete, fail, renew, progress } as Record<string, (org: string, r: never) => Promise<Json>>;
       const op = m.kind === undefined ? undefined : ops[m.kind];
-      if (!op) return ack(ref, '', null, validationError([{ field: 'kind', message: 'one of claim, complete, fail, renew is required' }]));
+      if (!op) return ack(ref, '', null, validationError([{ field: 'kind', message: 'one of claim, complete, fail, renew, progress is required' }]));
       const r = m[m.kind!] as { jobId: string };
       try {
-        await ack(ref, r.jobId, { [m.kind!]: await op(o, r as never) });
+        const reply = await op(o, r as never);
+        // A finished job can no longer be cancelled: stop watching it.
+        if (m.kind === 'complete' || m.kind === 'fail') (await cancels).held.delete(reply.jobId as string);
+        await ack(ref, r.jobId, { [m.kind!]: reply });
       } catch (err) {
         await ack(ref, r.jobId, null, err);
       }
@@ -196,6 +268,9 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
         tags: r.tags,
         completion_webhook: given(r.completionWebhook as string),
         completion_webhook_secret: given(r.completionWebhookSecret as string),
+        concurrency_key: given(r.concurrencyKey as string),
+        idempotency_ttl_secs: given(r.idempotencyTtlSecs as number),
+        debounce: r.debounce ? debounceOf(r.debounce as Json) : undefined,
       }));
       return { job: toJob(presentJob(job)), created };
     }),

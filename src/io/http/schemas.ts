@@ -44,6 +44,9 @@ export const ErrorBody = Type.Object(
   { $id: 'Error', additionalProperties: true, description: 'Every error answer: {error, code, message, status} and the fields its code adds' },
 );
 
+/** The lease holder's last report on a job (POST /jobs/:id/progress). */
+const Progress = Type.Object({ progress: Type.Number(), message: Nullable(Type.String()), data: Type.Unknown(), at: DateTime });
+
 export const Job = Type.Object(
   {
     id: Type.String({ format: 'uuid', description: 'UUIDv7: ordered by creation' }),
@@ -65,6 +68,10 @@ export const Job = Type.Object(
     workflow_id: Nullable(Type.String()),
     dependencies_met: Type.Boolean(),
     completion_webhook: Nullable(Type.String()),
+    concurrency_key: Nullable(Type.String({ description: 'fairness and per-key concurrency group (docs/flow-control.md)' })),
+    debounce_key: Nullable(Type.String()),
+    progress: Nullable(Progress),
+    idempotency_expires_at: Type.Union([DateTime, Type.Null()], { description: 'when the idempotency key frees itself (idempotency_ttl_secs)' }),
     scheduled_at: Time,
     created_at: DateTime,
     started_at: Time,
@@ -94,6 +101,24 @@ export const JobFailed = Type.Object(
     last_error: Type.String(),
   },
   { $id: 'JobFailed' },
+);
+
+export const JobProgress = Type.Intersect([Type.Object({ id: Uuid }), Progress], { $id: 'JobProgress' });
+
+const Reason = Type.Object(
+  { reason: Type.String({ description: 'queue_paused, scheduled, retry_backoff, … (docs/flow-control.md)' }), message: Type.String() },
+  { additionalProperties: true, description: 'one reason, with the data behind it' },
+);
+export const JobExplanation = Type.Object(
+  {
+    id: Uuid,
+    queue_name: Type.String(),
+    status: JobStatus,
+    running: Type.Boolean(),
+    reasons: Type.Array(Reason, { description: 'every reason that holds now; empty for a running job' }),
+    at: DateTime,
+  },
+  { $id: 'JobExplanation' },
 );
 
 export const LeaseExtended = Type.Object({ id: Uuid, lease_id: Type.String(), lease_expires_at: DateTime }, { $id: 'LeaseExtended' });
@@ -137,7 +162,14 @@ export const Queue = Type.Object(
     name: Type.String(),
     paused: Type.Boolean(),
     paused_reason: Nullable(Type.String()),
-    config: Type.Object({ max_retries: Nullable(Type.Integer()), lease_duration_secs: Nullable(Type.Integer()) }),
+    paused_at: Time,
+    config: Type.Object({
+      max_retries: Nullable(Type.Integer()),
+      lease_duration_secs: Nullable(Type.Integer()),
+      concurrency_per_key: Nullable(Type.Integer()),
+      max_concurrency: Nullable(Type.Integer()),
+      rate_limit: Nullable(Type.Object({ jobs: Type.Integer(), per_seconds: Type.Integer() })),
+    }),
     /** Job counts per status: in the answers of the reads (GET), not of the actions. */
     counts: Type.Optional(StatusCounts),
     created_at: DateTime,
@@ -157,6 +189,9 @@ export const QueueStats = Type.Object(
     throughput_last_minute: Type.Object({
       completed: Type.Integer({ minimum: 0, description: 'jobs completed in the last 60 s' }),
       failed: Type.Integer({ minimum: 0, description: 'failed attempts (fail calls, lease expiries) recorded in the last 60 s' }),
+    }),
+    busiest_keys: Type.Array(Type.Object({ key: Type.String(), processing: Count, waiting: Count }), {
+      description: 'the concurrency keys with the most processing jobs, then the most live jobs (at most 10)',
     }),
   },
   { $id: 'QueueStats' },

@@ -39,6 +39,7 @@ export const TEST_EVENT = 'webhook.test';
 export const WEBHOOK_EVENTS = [
   'job.created',
   'job.started',
+  'job.progress',
   'job.completed',
   'job.failed',
   'job.cancelled',
@@ -49,6 +50,8 @@ export const WEBHOOK_EVENTS = [
   'schedule.triggered',
 ] as const;
 
+/** job.progress goes out at most once per this interval per job; the last report of an interval follows at its end. */
+export const PROGRESS_INTERVAL_MS = 1_000;
 /** Changes are announced to every node (see invalidate); this bounds the staleness of a missed announcement. */
 const CACHE_TTL_MS = 30_000;
 
@@ -100,6 +103,8 @@ export class WebhookDispatcher {
   private readonly tasks = new Set<Promise<unknown>>();
   private readonly sleepers = new Set<() => void>();
   private unsubscribe: (() => void) | null = null;
+  /** Per job: when its last job.progress went out, and the report held back since (sent when the interval ends). */
+  private readonly progress = new Map<string, { at: number; held: SluiceEvent | null; timer: NodeJS.Timeout | null }>();
   private stopping = false;
 
   constructor(private readonly o: DispatcherOptions) {
@@ -123,6 +128,8 @@ export class WebhookDispatcher {
   async stop(): Promise<void> {
     this.stopping = true;
     this.unsubscribe?.();
+    for (const p of this.progress.values()) if (p.timer) clearTimeout(p.timer);
+    this.progress.clear();
     for (const wake of this.sleepers) wake();
     await this.sender.close();
     while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
@@ -191,8 +198,37 @@ export class WebhookDispatcher {
     return entry.hooks;
   }
 
-  private async onEvent(e: SluiceEvent): Promise<void> {
+  /**
+   * job.progress at most once a second per job: a report within the interval is held, replaced by any later one,
+   * and sent when the interval ends, so the last report always arrives. Entries leave once their interval is over.
+   */
+  private throttled(e: SluiceEvent): boolean {
+    const job = e.data.job_id as string;
+    const now = this.o.clock.now();
+    const p = this.progress.get(job);
+    if (!p || now - p.at >= PROGRESS_INTERVAL_MS) {
+      if (p?.timer) clearTimeout(p.timer);
+      this.progress.set(job, { at: now, held: null, timer: setTimeout(() => this.release(job), PROGRESS_INTERVAL_MS) });
+      return false;
+    }
+    p.held = e;
+    return true;
+  }
+
+  private release(job: string): void {
+    const p = this.progress.get(job);
+    if (!p) return;
+    this.progress.delete(job);
+    if (p.held && !this.stopping) {
+      // The held report goes out now and opens the next interval.
+      this.throttled(p.held);
+      this.track(this.onEvent(p.held, true));
+    }
+  }
+
+  private async onEvent(e: SluiceEvent, released = false): Promise<void> {
     if (this.stopping) return;
+    if (e.event === 'job.progress' && !released && this.throttled(e)) return;
     const { callback, ...data } = e.data;
     const created = Date.parse(e.created_at);
     const terminal = e.event === 'job.completed' || (e.event === 'job.failed' && data.status === 'deadletter');

@@ -8,11 +8,13 @@ import { dateTime, relative } from '../format';
 import { useCoalesced, useNow, useStream } from '../live';
 import { href } from '../router';
 import { can } from '../session';
-import { LIVE_STATUSES, type Job } from '../types';
+import { LIVE_STATUSES, type Explanation, type Job } from '../types';
 
 export function JobPage({ id }: { id: string }) {
   const now = useNow();
   const job = useAsync(() => get<Job>(`/api/v1/jobs/${enc(id)}`), [id]);
+  // Why it does not run, read again with the job (each event of its stream rereads both).
+  const why = useAsync(() => get<Explanation>(`/api/v1/jobs/${enc(id)}/explain`), [id, job.data?.status, job.data?.updated_at]);
   const reread = useCoalesced(job.reload, 300);
   /** Bumped after a retry: a finished job's stream has ended, the revived job needs a new one. */
   const [life, setLife] = useState(0);
@@ -57,7 +59,7 @@ export function JobPage({ id }: { id: string }) {
         }
       >
         {mayWrite && LIVE_STATUSES.has(j.status) && (
-          <Action kind="danger" confirm="Cancel this job? A worker holding it will get LEASE_EXPIRED." run={() => del(`/api/v1/jobs/${enc(j.id)}`).then(() => job.reload())} done="Cancelled">
+          <Action kind="danger" confirm="Cancel this job? A worker holding it is told to stop (JOB_CANCELLED)." run={() => del(`/api/v1/jobs/${enc(j.id)}`).then(() => job.reload())} done="Cancelled">
             Cancel
           </Action>
         )}
@@ -67,6 +69,18 @@ export function JobPage({ id }: { id: string }) {
           </Action>
         )}
       </PageHeader>
+      {(j.status === 'pending' || j.status === 'scheduled') && why.data && why.data.reasons.length > 0 && (
+        <section class="panel" data-testid="job-explain">
+          <h2>Why it is not running</h2>
+          <ul>
+            {why.data.reasons.map((r) => (
+              <li key={r.reason}>
+                <code>{r.reason}</code> {r.message}
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
       <section class="panel">
         <dl class="fields">
           <dt>Queue</dt>
@@ -75,6 +89,10 @@ export function JobPage({ id }: { id: string }) {
           </dd>
           <dt>Priority</dt>
           <dd>{j.priority}</dd>
+          <dt>Concurrency key</dt>
+          <dd>{j.concurrency_key ?? '—'}</dd>
+          <dt>Progress</dt>
+          <dd data-testid="job-progress">{j.progress ? `${j.progress.progress}%${j.progress.message ? ` — ${j.progress.message}` : ''}` : '—'}</dd>
           <dt>Attempts</dt>
           <dd>
             {j.retry_count} retries of {j.max_retries}

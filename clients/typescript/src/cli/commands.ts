@@ -497,6 +497,19 @@ export const COMMANDS: Command[] = [
     },
   },
   {
+    path: 'jobs explain',
+    usage: '<id>',
+    summary: 'Why a job is not running: every reason that holds now',
+    args: [1, 1],
+    run: async (ctx) => {
+      const e = await connect(ctx).jobs.explain(ctx.positionals[0]!);
+      if (ctx.json) return out(json(e));
+      const head = `${e.id}  ${e.status} in ${e.queue_name}\n`;
+      if (e.reasons.length === 0) return out(head + (e.running ? 'running now\n' : 'nothing holds it\n'));
+      out(head + e.reasons.map((r) => `- ${r.reason}: ${r.message}\n`).join(''));
+    },
+  },
+  {
     path: 'jobs retry',
     usage: '<id>...',
     summary: 'Retry dead-lettered or cancelled jobs (retry count reset)',

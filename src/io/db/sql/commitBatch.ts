@@ -6,7 +6,7 @@
 // go out as three multi-row CTEs over unnest() arrays: one round trip and one implicit transaction, however
 // large the group. On this machine a one-row INSERT per transaction peaks near 6,800/s while 100-row
 // statements reach ~65,000 rows/s; this is where group commit gets its numbers.
-import type { CommitOutput, ErrorEntry, JobRow, JobState, JournalRecord, QueueState } from '../../../actors/records.js';
+import type { CommitOutput, ErrorEntry, JobRow, JobState, JournalRecord, Progress, QueueState } from '../../../actors/records.js';
 import type { Store } from '../store.js';
 
 /**
@@ -29,6 +29,8 @@ interface Update {
   errors: ErrorEntry[];
   result: unknown;
   hasResult: boolean;
+  /** Rare changes (a debounced payload, a progress report, a dropped idempotency key) in one JSON parameter. */
+  extra: { payload?: unknown; progress?: Progress; drop_key?: true } | null;
   returning: boolean;
   onlyFrom: string | null;
 }
@@ -38,7 +40,7 @@ const json = (v: unknown): string | null => (v === undefined || v === null ? nul
 
 export async function commitBatch(store: Store, records: readonly JournalRecord[], fence: Fence | null = null): Promise<CommitOutput> {
   const queues = new Map<string, { organization_id: string; name: string; state: QueueState | null }>();
-  const inserts = new Map<string, { row: JobRow; conflictKey: boolean }>();
+  const inserts = new Map<string, { row: JobRow; conflictKey: boolean; progress?: Progress }>();
   const usage = new Map<string, { organization_id: string; day: string; jobs_created: number }>();
   const updates = new Map<string, Update>();
 
@@ -55,10 +57,22 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         Object.assign(ins.row, rec.state);
         if (rec.errors) ins.row.errors.push(...rec.errors);
         if (rec.result !== undefined) ins.row.result = rec.result;
+        if (rec.payload !== undefined) ins.row.payload = rec.payload;
+        if (rec.progress !== undefined) ins.progress = rec.progress;
+        if (rec.dropKey) ins.row.idempotency_key = null;
         continue;
       }
       const prev = updates.get(rec.id);
+      const extra = rec.payload !== undefined || rec.progress !== undefined || rec.dropKey
+        ? {
+            ...prev?.extra,
+            ...(rec.payload !== undefined ? { payload: rec.payload } : {}),
+            ...(rec.progress !== undefined ? { progress: rec.progress } : {}),
+            ...(rec.dropKey ? { drop_key: true as const } : {}),
+          }
+        : (prev?.extra ?? null);
       updates.set(rec.id, {
+        extra,
         state: rec.state,
         errors: [...(prev?.errors ?? []), ...(rec.errors ?? [])],
         result: rec.result !== undefined ? rec.result : prev?.result,
@@ -99,15 +113,20 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   if (kept.length > 0) {
     const col = <T>(f: (q: QueueState) => T, type: string) => p(kept.map((q) => f(q.state!)), type);
     ctes.push(`q AS (
-      INSERT INTO queues (organization_id, name, paused, paused_reason, max_retries, lease_duration_secs, created_at, updated_at)
+      INSERT INTO queues (organization_id, name, paused, paused_reason, max_retries, lease_duration_secs, created_at, updated_at,
+        concurrency_per_key, max_concurrency, rate_limit_jobs, rate_limit_per_seconds, paused_at)
       SELECT * FROM unnest(${p(kept.map((q) => q.organization_id), 'uuid')}, ${p(kept.map((q) => q.name), 'text')},
         ${col((q) => q.paused, 'bool')}, ${col((q) => q.paused_reason, 'text')}, ${col((q) => q.max_retries, 'int')},
         ${col((q) => q.lease_duration_secs, 'int')}, ${col((q) => iso(q.created_at), 'timestamptz')},
-        ${col((q) => iso(q.updated_at), 'timestamptz')})
+        ${col((q) => iso(q.updated_at), 'timestamptz')}, ${col((q) => q.concurrency_per_key, 'int')},
+        ${col((q) => q.max_concurrency, 'int')}, ${col((q) => q.rate_limit?.jobs ?? null, 'int')},
+        ${col((q) => q.rate_limit?.per_seconds ?? null, 'int')}, ${col((q) => iso(q.paused_at), 'timestamptz')})
       WHERE true${guard}
       ON CONFLICT (organization_id, name) DO UPDATE SET paused = EXCLUDED.paused, paused_reason = EXCLUDED.paused_reason,
         max_retries = EXCLUDED.max_retries, lease_duration_secs = EXCLUDED.lease_duration_secs,
-        updated_at = EXCLUDED.updated_at)`);
+        updated_at = EXCLUDED.updated_at, concurrency_per_key = EXCLUDED.concurrency_per_key,
+        max_concurrency = EXCLUDED.max_concurrency, rate_limit_jobs = EXCLUDED.rate_limit_jobs,
+        rate_limit_per_seconds = EXCLUDED.rate_limit_per_seconds, paused_at = EXCLUDED.paused_at)`);
   }
   if (dropped.length > 0) {
     ctes.push(`qd AS (
@@ -125,33 +144,6 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
       ON CONFLICT (organization_id, day) DO UPDATE SET jobs_created = EXCLUDED.jobs_created)`);
   }
 
-  if (inserts.size > 0) {
-    const rows = [...inserts.values()].map((i) => i.row);
-    const col = <T>(f: (r: JobRow) => T, type: string) => p(rows.map(f), type);
-    ctes.push(`ins AS (
-      INSERT INTO jobs (id, organization_id, queue_name, status, payload, result, priority, retry_count, max_retries,
-        last_error, errors, tags, idempotency_key, timeout_seconds, scheduled_at, created_at, started_at, completed_at,
-        updated_at, assigned_worker_id, lease_id, lease_expires_at, workflow_id, dependencies_met, completion_webhook,
-        completion_webhook_secret)
-      SELECT id, org, qn, st, pl::jsonb, res::jsonb, pr, rc, mr, le, er::jsonb, tg::jsonb, ik, ts, sa, ca, sta, coa, ua,
-        wid, lid, lea, wf, dm, cw, cws
-      FROM unnest(${col((r) => r.id, 'uuid')}, ${col((r) => r.organization_id, 'uuid')}, ${col((r) => r.queue_name, 'text')},
-        ${col((r) => r.status, 'text')}, ${col((r) => JSON.stringify(r.payload), 'text')}, ${col((r) => json(r.result), 'text')},
-        ${col((r) => r.priority, 'int')}, ${col((r) => r.retry_count, 'int')}, ${col((r) => r.max_retries, 'int')},
-        ${col((r) => r.last_error, 'text')}, ${col((r) => JSON.stringify(r.errors), 'text')}, ${col((r) => JSON.stringify(r.tags), 'text')},
-        ${col((r) => r.idempotency_key, 'text')}, ${col((r) => r.timeout_seconds, 'int')}, ${col((r) => iso(r.scheduled_at), 'timestamptz')},
-        ${col((r) => iso(r.created_at), 'timestamptz')}, ${col((r) => iso(r.started_at), 'timestamptz')},
-        ${col((r) => iso(r.completed_at), 'timestamptz')}, ${col((r) => iso(r.updated_at), 'timestamptz')},
-        ${col((r) => r.assigned_worker_id, 'text')}, ${col((r) => r.lease_id, 'uuid')}, ${col((r) => iso(r.lease_expires_at), 'timestamptz')},
-        ${col((r) => r.workflow_id, 'uuid')}, ${col((r) => r.dependencies_met, 'bool')}, ${col((r) => r.completion_webhook, 'text')},
-        ${col((r) => r.completion_webhook_secret, 'text')})
-        AS t(id, org, qn, st, pl, res, pr, rc, mr, le, er, tg, ik, ts, sa, ca, sta, coa, ua, wid, lid, lea, wf, dm, cw, cws)
-      WHERE true${guard}
-      ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-      RETURNING id, CASE WHEN status = 'processing' THEN to_jsonb(jobs) END AS row)`);
-    selects.push(`SELECT 'i' AS k, id, row FROM ins`);
-  }
-
   if (updates.size > 0) {
     const ids = [...updates.keys()];
     const us = [...updates.values()];
@@ -161,6 +153,9 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         started_at = u.sta, completed_at = u.coa, updated_at = u.ua, assigned_worker_id = u.wid, lease_id = u.lid,
         lease_expires_at = u.lea, dependencies_met = u.dm,
         result = CASE WHEN u.hr THEN u.res::jsonb ELSE j.result END,
+        payload = COALESCE(u.x::jsonb -> 'payload', j.payload),
+        progress = COALESCE(u.x::jsonb -> 'progress', j.progress),
+        idempotency_key = CASE WHEN u.x::jsonb ? 'drop_key' THEN NULL ELSE j.idempotency_key END,
         errors = CASE WHEN u.er IS NULL THEN j.errors ELSE j.errors || u.er::jsonb END
       FROM unnest(${p(ids, 'uuid')}, ${col((u) => u.state.status, 'text')}, ${col((u) => u.state.priority, 'int')},
         ${col((u) => u.state.retry_count, 'int')}, ${col((u) => u.state.last_error, 'text')},
@@ -169,17 +164,65 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         ${col((u) => u.state.assigned_worker_id, 'text')}, ${col((u) => u.state.lease_id, 'uuid')},
         ${col((u) => iso(u.state.lease_expires_at), 'timestamptz')}, ${col((u) => u.hasResult, 'bool')},
         ${col((u) => json(u.result), 'text')}, ${col((u) => (u.errors.length > 0 ? JSON.stringify(u.errors) : null), 'text')},
-        ${col((u) => u.returning, 'bool')}, ${col((u) => u.onlyFrom, 'text')}, ${col((u) => u.state.dependencies_met, 'bool')})
-        AS u(id, st, pr, rc, le, sa, sta, coa, ua, wid, lid, lea, hr, res, er, ret, exp, dm)
+        ${col((u) => u.returning, 'bool')}, ${col((u) => u.onlyFrom, 'text')}, ${col((u) => u.state.dependencies_met, 'bool')},
+        ${col((u) => json(u.extra), 'text')})
+        AS u(id, st, pr, rc, le, sa, sta, coa, ua, wid, lid, lea, hr, res, er, ret, exp, dm, x)
       WHERE j.id = u.id AND (u.exp IS NULL OR j.status = ANY (string_to_array(u.exp, ',')))${guard}
       RETURNING j.id, CASE WHEN u.ret THEN to_jsonb(j) END AS row)`);
     selects.push(`SELECT 'u' AS k, id, row FROM upd`);
   }
 
+  // A keyed insert takes its key over from a row whose idempotency window is over (idempotency_expires_at), in this
+  // same statement: `fr` clears the old row's key, and `ins` reads `fr` (and `upd`, where the actor dropped a live
+  // job's key itself) before inserting, which makes both run first, so the unique index no longer sees the old key.
+  // Rows this group also updates are left to `upd`: one statement must not modify a row twice.
+  const keyed = [...inserts.values()].filter((i) => i.conflictKey && i.row.idempotency_key !== null).map((i) => i.row);
+  let takeOver = '';
+  if (keyed.length > 0) {
+    ctes.push(`fr AS (
+      UPDATE jobs j SET idempotency_key = NULL
+      FROM unnest(${p(keyed.map((r) => r.organization_id), 'uuid')}, ${p(keyed.map((r) => r.idempotency_key), 'text')},
+        ${p(keyed.map((r) => iso(r.created_at)), 'timestamptz')}) AS k(org, ik, ca)
+      WHERE j.organization_id = k.org AND j.idempotency_key = k.ik AND j.idempotency_expires_at <= k.ca
+        AND j.id <> ALL (${p([...updates.keys()], 'uuid')})${guard}
+      RETURNING j.id)`);
+    takeOver = ` AND (SELECT count(*) FROM fr) >= 0${updates.size > 0 ? ' AND (SELECT count(*) FROM upd) >= 0' : ''}`;
+  }
+
+  if (inserts.size > 0) {
+    const all = [...inserts.values()];
+    const rows = all.map((i) => i.row);
+    const col = <T>(f: (r: JobRow) => T, type: string) => p(rows.map(f), type);
+    ctes.push(`ins AS (
+      INSERT INTO jobs (id, organization_id, queue_name, status, payload, result, priority, retry_count, max_retries,
+        last_error, errors, tags, idempotency_key, timeout_seconds, scheduled_at, created_at, started_at, completed_at,
+        updated_at, assigned_worker_id, lease_id, lease_expires_at, workflow_id, dependencies_met, completion_webhook,
+        completion_webhook_secret, concurrency_key, idempotency_expires_at, debounce_key, debounce_until, progress)
+      SELECT id, org, qn, st, pl::jsonb, res::jsonb, pr, rc, mr, le, er::jsonb, tg::jsonb, ik, ts, sa, ca, sta, coa, ua,
+        wid, lid, lea, wf, dm, cw, cws, ck, iea, dk, du, pg::jsonb
+      FROM unnest(${col((r) => r.id, 'uuid')}, ${col((r) => r.organization_id, 'uuid')}, ${col((r) => r.queue_name, 'text')},
+        ${col((r) => r.status, 'text')}, ${col((r) => JSON.stringify(r.payload), 'text')}, ${col((r) => json(r.result), 'text')},
+        ${col((r) => r.priority, 'int')}, ${col((r) => r.retry_count, 'int')}, ${col((r) => r.max_retries, 'int')},
+        ${col((r) => r.last_error, 'text')}, ${col((r) => JSON.stringify(r.errors), 'text')}, ${col((r) => JSON.stringify(r.tags), 'text')},
+        ${col((r) => r.idempotency_key, 'text')}, ${col((r) => r.timeout_seconds, 'int')}, ${col((r) => iso(r.scheduled_at), 'timestamptz')},
+        ${col((r) => iso(r.created_at), 'timestamptz')}, ${col((r) => iso(r.started_at), 'timestamptz')},
+        ${col((r) => iso(r.completed_at), 'timestamptz')}, ${col((r) => iso(r.updated_at), 'timestamptz')},
+        ${col((r) => r.assigned_worker_id, 'text')}, ${col((r) => r.lease_id, 'uuid')}, ${col((r) => iso(r.lease_expires_at), 'timestamptz')},
+        ${col((r) => r.workflow_id, 'uuid')}, ${col((r) => r.dependencies_met, 'bool')}, ${col((r) => r.completion_webhook, 'text')},
+        ${col((r) => r.completion_webhook_secret, 'text')}, ${col((r) => r.concurrency_key, 'text')},
+        ${col((r) => iso(r.idempotency_expires_at), 'timestamptz')}, ${col((r) => r.debounce_key, 'text')},
+        ${col((r) => iso(r.debounce_until), 'timestamptz')}, ${p(all.map((i) => json(i.progress)), 'text')})
+        AS t(id, org, qn, st, pl, res, pr, rc, mr, le, er, tg, ik, ts, sa, ca, sta, coa, ua, wid, lid, lea, wf, dm, cw, cws, ck, iea, dk, du, pg)
+      WHERE true${guard}${takeOver}
+      ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+      RETURNING id, CASE WHEN status = 'processing' THEN to_jsonb(jobs) END AS row)`);
+    selects.push(`SELECT 'i' AS k, id, row FROM ins`);
+  }
+
   if (selects.length === 0) selects.push(`SELECT NULL::text AS k, NULL::uuid AS id, NULL::jsonb AS row WHERE false`);
   const sql = `WITH ${ctes.join(',\n')}\n${selects.join('\nUNION ALL\n')}`;
   // One shape of statement per combination of CTEs present: each is prepared once per connection.
-  const shape = `commit_${fence !== null ? 'f' : ''}${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${usage.size > 0 ? 'n' : ''}${inserts.size > 0 ? 'i' : ''}${updates.size > 0 ? 'u' : ''}`;
+  const shape = `commit_${fence !== null ? 'f' : ''}${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${usage.size > 0 ? 'n' : ''}${keyed.length > 0 ? 'k' : ''}${inserts.size > 0 ? 'i' : ''}${updates.size > 0 ? 'u' : ''}`;
   const result = await store.query<{ k: string; id: string; row: Record<string, unknown> | null }>(sql, params, shape);
 
   const out: CommitOutput = { rows: new Map(), inserted: new Set() };

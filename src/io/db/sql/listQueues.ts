@@ -9,11 +9,17 @@ export interface QueueRow {
   paused_reason: string | null;
   max_retries: number | null;
   lease_duration_secs: number | null;
+  concurrency_per_key: number | null;
+  max_concurrency: number | null;
+  rate_limit_jobs: number | null;
+  rate_limit_per_seconds: number | null;
+  paused_at: Date | string | null;
   created_at: Date | string;
   updated_at: Date | string;
 }
 
-export const QUEUE_COLUMNS = 'name, paused, paused_reason, max_retries, lease_duration_secs, created_at, updated_at';
+export const QUEUE_COLUMNS = `name, paused, paused_reason, max_retries, lease_duration_secs, concurrency_per_key, max_concurrency,
+  rate_limit_jobs, rate_limit_per_seconds, paused_at, created_at, updated_at`;
 
 export async function listQueues(store: Store, organizationId: string, afterName: string | null, limit: number): Promise<QueueRow[]> {
   return store.query<QueueRow>(

@@ -13,7 +13,7 @@ export async function terminalJobs(
 ): Promise<TerminalJob[]> {
   return store.query<TerminalJob>(
     `SELECT id, queue_name, status, priority, max_retries, timeout_seconds, last_error, idempotency_key,
-            completion_webhook IS NOT NULL AS callback, workflow_id
+            completion_webhook IS NOT NULL AS callback, workflow_id, concurrency_key
        FROM jobs
       WHERE organization_id = $1 AND status = ANY ($2::text[])
         AND ($3::uuid[] IS NULL OR id = ANY ($3::uuid[]))

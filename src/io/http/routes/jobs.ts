@@ -1,12 +1,12 @@
-// Job routes (REST adapter): enqueue (one or bulk), get, claim, complete, fail, heartbeat, cancel, priority,
-// retry. The operations are src/app/jobs.ts; here: the OpenAPI doc and presentation.
+// Job routes (REST adapter): enqueue (one or bulk), get, claim, complete, fail, heartbeat, progress, cancel,
+// priority, retry, explain. The operations are src/app/jobs.ts; here: the OpenAPI doc and presentation.
 import Type, { type TObject, type TSchema } from 'typebox';
-import { BULK_MAX, BulkBody, ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody, JobDefinition, PriorityBody, type Enqueued } from '../../../app/jobs.js';
+import { BULK_MAX, BulkBody, ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody, JobDefinition, PriorityBody, ProgressBody, type Enqueued } from '../../../app/jobs.js';
 import { idOf, QueueName } from '../../../app/fields.js';
 import type { App } from '../../../app/app.js';
 import type { ErrorCode } from '../../../errors.js';
 import { presentJob, presentTimes } from '../../present.js';
-import { BulkResult, ClaimedJobs, CreatedJob, Job, JobCancelled, JobCompleted, JobFailed, JobPriority, LeaseExtended } from '../schemas.js';
+import { BulkResult, ClaimedJobs, CreatedJob, Job, JobCancelled, JobCompleted, JobExplanation, JobFailed, JobPriority, JobProgress, LeaseExtended } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
 
 const jobId = (req: Request): string => idOf('Job', req.params.id!);
@@ -48,6 +48,8 @@ export function jobRoutes(app: App): Route[] {
       status: 200,
       body: presentTimes(await jobs.heartbeat(org(req), jobId(req), HeartbeatBody(req.body))),
     }),
+    progress: async (req: Request): Promise<Response> => ({ status: 200, body: await jobs.progress(org(req), jobId(req), ProgressBody(req.body)) }),
+    explain: async (req: Request): Promise<Response> => ({ status: 200, body: await jobs.explain(org(req), jobId(req)) }),
     cancel: async (req: Request): Promise<Response> => ({ status: 200, body: await jobs.cancel(org(req), jobId(req)) }),
     priority: async (req: Request): Promise<Response> => ({
       status: 200,
@@ -97,7 +99,7 @@ export function jobRoutes(app: App): Route[] {
         summary: 'Complete a claimed job (409 LEASE_EXPIRED for a stale lease)',
         body: CompleteBody.schema,
         responses: ok('Completed', JobCompleted),
-        errors: ['LEASE_EXPIRED', 'SHARD_MOVED'],
+        errors: ['LEASE_EXPIRED', 'JOB_CANCELLED', 'SHARD_MOVED'],
       },
     },
     {
@@ -111,7 +113,7 @@ export function jobRoutes(app: App): Route[] {
         description: 'Retried after min(2^retry_count, 60) minutes while retries remain, else dead-lettered; retryable: false dead-letters at once.',
         body: FailBody.schema,
         responses: ok('scheduled (with the next attempt time) or deadletter', JobFailed),
-        errors: ['LEASE_EXPIRED', 'SHARD_MOVED'],
+        errors: ['LEASE_EXPIRED', 'JOB_CANCELLED', 'SHARD_MOVED'],
       },
     },
     {
@@ -122,12 +124,58 @@ export function jobRoutes(app: App): Route[] {
       doc: {
         operationId: 'heartbeatJob',
         summary: 'Extend a live lease (an expired one is never revived)',
+        description: '409 JOB_CANCELLED when the job was cancelled while this worker held it: stop working on it.',
         body: HeartbeatBody.schema,
         responses: ok('The new lease expiry', LeaseExtended),
-        errors: ['LEASE_EXPIRED', 'SHARD_MOVED'],
+        errors: ['LEASE_EXPIRED', 'JOB_CANCELLED', 'SHARD_MOVED'],
       },
     },
-    { method: 'DELETE', path: '/api/v1/jobs/:id', permission: 'jobs:write', handler: handlers.cancel, doc: { operationId: 'cancelJob', summary: 'Cancel a job', responses: ok('Cancelled', JobCancelled), errors: ['JOB_NOT_LIVE', 'SHARD_MOVED'] } },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs/:id/progress',
+      permission: 'jobs:write',
+      handler: handlers.progress,
+      doc: {
+        operationId: 'reportJobProgress',
+        summary: 'Report progress of a claimed job (the lease holder)',
+        description:
+          'progress 0–100, an optional message and data (≤ 16 KiB of JSON). Stored on the job (`progress`), streamed as job.progress, ' +
+          'sent to outgoing webhooks at most once a second per job. 409 LEASE_EXPIRED without the live lease, JOB_CANCELLED once the job was cancelled.',
+        body: ProgressBody.schema,
+        responses: ok('The report as stored', JobProgress),
+        errors: ['LEASE_EXPIRED', 'JOB_CANCELLED', 'SHARD_MOVED'],
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/v1/jobs/:id/explain',
+      permission: 'jobs:read',
+      handler: handlers.explain,
+      doc: {
+        operationId: 'explainJob',
+        summary: 'Why a job is not running',
+        description:
+          'Every reason that holds now, each with its data: queue_paused, scheduled, retry_backoff, waiting_for_dependencies, ' +
+          'key_at_concurrency_limit, queue_at_max_concurrency, queue_rate_limited, behind_other_jobs, no_recent_claims, ' +
+          'organization_active_jobs_quota (docs/flow-control.md). A processing or finished job has no reason but the quota one.',
+        responses: ok('The reasons', JobExplanation),
+        errors: ['SHARD_MOVED'],
+      },
+    },
+    {
+      method: 'DELETE',
+      path: '/api/v1/jobs/:id',
+      permission: 'jobs:write',
+      handler: handlers.cancel,
+      doc: {
+        operationId: 'cancelJob',
+        summary: 'Cancel a job',
+        description:
+          'A processing job is cancelled too: its worker is told (heartbeat and progress answer 409 JOB_CANCELLED, gRPC streams send a cancel message) and its late complete or fail gets 409.',
+        responses: ok('Cancelled', JobCancelled),
+        errors: ['JOB_NOT_LIVE', 'SHARD_MOVED'],
+      },
+    },
     {
       method: 'POST',
       path: '/api/v1/jobs/bulk',

@@ -7,7 +7,7 @@ import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
 import { Queue, QueueDeleted } from '../schemas.js';
 
-const presentQueue = (q: QueueView) => ({ ...q, created_at: isoOf(q.created_at), updated_at: isoOf(q.updated_at) });
+const presentQueue = (q: QueueView) => ({ ...q, paused_at: isoOf(q.paused_at), created_at: isoOf(q.created_at), updated_at: isoOf(q.updated_at) });
 
 export function queueRoutes(app: App): Route[] {
   const { queues } = app;
@@ -64,7 +64,8 @@ export function queueRoutes(app: App): Route[] {
       handler: handlers.configure,
       doc: {
         operationId: 'configureQueue',
-        summary: 'Set the defaults for new jobs (null clears one)',
+        summary: 'Set the defaults for new jobs and the flow-control limits (null clears one)',
+        description: 'concurrency_per_key, max_concurrency and rate_limit {jobs, per_seconds} apply to the next claim (docs/flow-control.md).',
         body: QueueConfigBody.schema,
         responses: ok('The queue'),
         errors: ['SHARD_MOVED'],
