@@ -9,7 +9,7 @@ SRC := $(shell find src -type f)
 UI_SRC := $(shell find ui/src -type f) ui/build.ts ui/tsconfig.json
 SDK := clients/typescript
 
-.PHONY: install run ui build sdk sdk-types test test-pg test-pglite typecheck bench screenshots clean
+.PHONY: install run ui build sdk sdk-types test test-pg test-pglite typecheck lint-deps bench screenshots clean
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -49,7 +49,11 @@ typecheck: sdk
 	npx tsc --noEmit -p ui
 	npx tsc --noEmit -p examples
 
-test: typecheck build test-pg test-pglite
+# The layers' import rules (.dependency-cruiser.cjs); test/boundaries.test.ts checks what imports cannot show.
+lint-deps: install
+	npx depcruise src --config .dependency-cruiser.cjs
+
+test: typecheck lint-deps build test-pg test-pglite
 
 test-pg: sdk
 	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(TESTS)

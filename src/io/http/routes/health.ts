@@ -1,5 +1,6 @@
 // Probes. /health and /health/live answer while the process serves requests; /health/ready also proves the
 // store answers. None of them needs a credential or tells the version.
+import { ping } from '../../db/sql/ping.js';
 import type { Store } from '../../db/store.js';
 import type { Route } from '../router.js';
 import { Health, Readiness } from '../schemas.js';
@@ -22,7 +23,7 @@ export function healthRoutes(store: Store): Route[] {
       },
       handler: async () => {
         try {
-          await store.query('SELECT 1');
+          await ping(store);
           return { status: 200, body: { status: 'ready', checks: { store: 'ok' } } };
         } catch (err) {
           return {
