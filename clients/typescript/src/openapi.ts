@@ -2912,9 +2912,9 @@ export interface operations {
             /** @description A page of organizations */
             200: {
                 headers: {
-                    /** @description absent on the last page */
+                    /** @description the cursor of the next page; absent on the last page */
                     "X-Next-Cursor"?: string;
-                    /** @description <…&cursor={next}>; rel="next"; absent on the last page */
+                    /** @description <{path}?{same query}&cursor={next}>; rel="next"; absent on the last page */
                     Link?: string;
                     [name: string]: unknown;
                 };
@@ -3711,9 +3711,9 @@ export interface operations {
             /** @description A page of runs */
             200: {
                 headers: {
-                    /** @description absent on the last page */
+                    /** @description the cursor of the next page; absent on the last page */
                     "X-Next-Cursor"?: string;
-                    /** @description <…&cursor={next}>; rel="next"; absent on the last page */
+                    /** @description <{path}?{same query}&cursor={next}>; rel="next"; absent on the last page */
                     Link?: string;
                     [name: string]: unknown;
                 };
@@ -4202,9 +4202,9 @@ export interface operations {
             /** @description A page of queue records */
             200: {
                 headers: {
-                    /** @description absent on the last page */
+                    /** @description the cursor of the next page; absent on the last page */
                     "X-Next-Cursor"?: string;
-                    /** @description <…&cursor={next}>; rel="next"; absent on the last page */
+                    /** @description <{path}?{same query}&cursor={next}>; rel="next"; absent on the last page */
                     Link?: string;
                     [name: string]: unknown;
                 };
@@ -4352,9 +4352,9 @@ export interface operations {
             /** @description A page of keys (revoked ones included), without their secret values */
             200: {
                 headers: {
-                    /** @description absent on the last page */
+                    /** @description the cursor of the next page; absent on the last page */
                     "X-Next-Cursor"?: string;
-                    /** @description <…&cursor={next}>; rel="next"; absent on the last page */
+                    /** @description <{path}?{same query}&cursor={next}>; rel="next"; absent on the last page */
                     Link?: string;
                     [name: string]: unknown;
                 };
@@ -4639,9 +4639,9 @@ export interface operations {
             /** @description A page of schedules */
             200: {
                 headers: {
-                    /** @description absent on the last page */
+                    /** @description the cursor of the next page; absent on the last page */
                     "X-Next-Cursor"?: string;
-                    /** @description <…&cursor={next}>; rel="next"; absent on the last page */
+                    /** @description <{path}?{same query}&cursor={next}>; rel="next"; absent on the last page */
                     Link?: string;
                     [name: string]: unknown;
                 };
@@ -4843,9 +4843,9 @@ export interface operations {
             /** @description A page of workers */
             200: {
                 headers: {
-                    /** @description absent on the last page */
+                    /** @description the cursor of the next page; absent on the last page */
                     "X-Next-Cursor"?: string;
-                    /** @description <…&cursor={next}>; rel="next"; absent on the last page */
+                    /** @description <{path}?{same query}&cursor={next}>; rel="next"; absent on the last page */
                     Link?: string;
                     [name: string]: unknown;
                 };
@@ -4913,9 +4913,9 @@ export interface operations {
             /** @description A page of endpoints */
             200: {
                 headers: {
-                    /** @description absent on the last page */
+                    /** @description the cursor of the next page; absent on the last page */
                     "X-Next-Cursor"?: string;
-                    /** @description <…&cursor={next}>; rel="next"; absent on the last page */
+                    /** @description <{path}?{same query}&cursor={next}>; rel="next"; absent on the last page */
                     Link?: string;
                     [name: string]: unknown;
                 };
@@ -5104,9 +5104,9 @@ export interface operations {
             /** @description A page of workflows (without their jobs) */
             200: {
                 headers: {
-                    /** @description absent on the last page */
+                    /** @description the cursor of the next page; absent on the last page */
                     "X-Next-Cursor"?: string;
-                    /** @description <…&cursor={next}>; rel="next"; absent on the last page */
+                    /** @description <{path}?{same query}&cursor={next}>; rel="next"; absent on the last page */
                     Link?: string;
                     [name: string]: unknown;
                 };

@@ -3,7 +3,7 @@
 //
 // State: the plan (tier + the organization's overrides, over the instance's PLAN_* settings), jobs created
 // today (UTC day of the injected clock; a new day starts at 0), active jobs (pending, scheduled, processing),
-// and the counts of countable resources (queues, api_keys; later workers, schedules, workflows, webhooks).
+// and the counts of countable resources (queues, workers, api_keys, schedules, workflows, webhooks).
 //
 // Messages:
 //   admitJobs(n, payload sizes)  payload cap (413), then jobs_per_day and active_jobs (429); both counters +n

@@ -1,6 +1,7 @@
-// The plan table of the spec (Limits), as data. It is the default only: a later issue layers environment
-// overrides (PLAN_<TIER>_<RESOURCE>) and per-organization overrides on top, so this module stays pure — no
-// process.env, no store — and callers go through `planLimit`. `null` means unlimited.
+// The plan table of the spec (Limits), as data, and how an organization's limits are resolved from it: the
+// table, then the instance's PLAN_<TIER>_<RESOURCE> settings (read by src/config.ts and passed in), then the
+// organization's own overrides (`resolveLimits`). The module stays pure: no process.env, no store. `null` means
+// unlimited.
 
 export const PLAN_TIERS = ['free', 'starter', 'pro', 'enterprise'] as const;
 export type PlanTier = (typeof PLAN_TIERS)[number];

@@ -6,7 +6,9 @@
 // makes a cursor of one list a 422 on another. Key parts are strings; times carry microseconds (what
 // timestamptz holds), so a keyset comparison never skips rows that share a millisecond.
 import { validationError } from '../../errors.js';
-import type { Request, Response } from './router.js';
+import Type, { type TSchema } from 'typebox';
+import type { Request, Response, RouteDoc } from './router.js';
+import { isUuid } from '../../app/fields.js';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
@@ -21,7 +23,6 @@ export interface CursorCodec<K extends string[]> {
   decode(raw: string): K;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const TIME = /^(\d{4})-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 /** A cursor is a few dozen bytes; refuse to decode anything much larger. */
@@ -34,7 +35,7 @@ function validPart(kind: KeyPart, v: unknown): v is string {
   if (typeof v !== 'string') return false;
   switch (kind) {
     case 'uuid':
-      return UUID.test(v);
+      return isUuid(v);
     case 'text':
       return v.length > 0 && v.length <= 1000;
     case 'time': {
@@ -108,4 +109,25 @@ export function pageResponse<R, K extends string[]>(
   query.delete('cursor');
   query.set('cursor', next);
   return { status: 200, body, headers: { 'x-next-cursor': next, link: `<${req.path}?${query.toString()}>; rel="next"` } };
+}
+
+/** What the OpenAPI document says of every paged list: `limit` and `cursor` (plus its own filters), and a page of `item`. */
+export function pagedDoc(description: string, item: TSchema, filters: NonNullable<RouteDoc['query']> = {}): Pick<RouteDoc, 'query' | 'responses'> {
+  return {
+    query: {
+      limit: { schema: Type.Integer({ minimum: 1, maximum: MAX_LIMIT, default: DEFAULT_LIMIT }), description: 'page size' },
+      cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
+      ...filters,
+    },
+    responses: {
+      200: {
+        description,
+        schema: Type.Array(item),
+        headers: {
+          'X-Next-Cursor': 'the cursor of the next page; absent on the last page',
+          Link: '<{path}?{same query}&cursor={next}>; rel="next"; absent on the last page',
+        },
+      },
+    },
+  };
 }

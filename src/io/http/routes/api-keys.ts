@@ -6,7 +6,7 @@ import type { App } from '../../../app/app.js';
 import { CreateKeyBody } from '../../../app/api-keys.js';
 import { PERMISSIONS } from '../../../app/auth.js';
 import type { ApiKeyRow } from '../../db/sql/getApiKey.js';
-import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
+import { cursorCodec, pageResponse, parseLimit, readCursor, pagedDoc } from '../cursor.js';
 import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
 
@@ -93,17 +93,7 @@ export function apiKeyRoutes(app: App): Route[] {
       doc: {
         operationId: 'listApiKeys',
         summary: "List the organization's API keys, newest first, a page at a time",
-        query: {
-          limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
-          cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
-        },
-        responses: {
-          200: {
-            description: 'A page of keys (revoked ones included), without their secret values',
-            schema: Type.Array(ApiKey),
-            headers: { 'X-Next-Cursor': 'absent on the last page', Link: '<…&cursor={next}>; rel="next"; absent on the last page' },
-          },
-        },
+        ...pagedDoc('A page of keys (revoked ones included), without their secret values', ApiKey),
       },
     },
     {

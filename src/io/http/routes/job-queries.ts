@@ -9,7 +9,7 @@ import { MAX_STATUS_IDS } from '../../../app/jobs.js';
 import { JOB_STATUSES } from '../../db/sql/jobStats.js';
 import type { JobFilter, JobKey } from '../../db/sql/listJobs.js';
 import type { Row } from '../../db/store.js';
-import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
+import { cursorCodec, pageResponse, parseLimit, readCursor, pagedDoc } from '../cursor.js';
 import { isoOf, presentJob } from '../../present.js';
 import { isoTime, oneOf, single, tagFilters } from '../query.js';
 import type { Request, Response, Route, RouteDoc } from '../router.js';
@@ -41,18 +41,13 @@ function jobFilter(q: URLSearchParams, status: JobStatus | null): JobFilter {
 
 // What the OpenAPI document says of these routes.
 const Time = Type.String({ format: 'date-time' });
-const PAGE_QUERY: NonNullable<RouteDoc['query']> = {
-  limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
-  cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
+/** The filters of the job lists. */
+const FILTERS: NonNullable<RouteDoc['query']> = {
   queue_name: { schema: Type.String(), description: 'only this queue (alias: queue)' },
   queue: { schema: Type.String(), description: 'alias of queue_name' },
   tag: { schema: Type.String(), description: '"key" (has the tag) or "key:value"; repeatable, all must match' },
   created_after: { schema: Time, description: 'created strictly after this instant' },
   created_before: { schema: Time, description: 'created strictly before this instant' },
-};
-const PAGE_HEADERS = {
-  'X-Next-Cursor': 'the cursor of the next page; absent on the last page',
-  Link: '<{path}?{same query}&cursor={next}>; rel="next"; absent on the last page',
 };
 
 const keyOf = (row: Row): JobKey => [row.cursor_at as string, row.id as string];
@@ -111,8 +106,7 @@ export function jobQueryRoutes(app: App): Route[] {
         operationId: 'listJobs',
         summary: 'List jobs, newest first, a page at a time',
         description: 'Ordered by created_at then id, descending. The cursor is a keyset: pages stay stable while jobs are inserted.',
-        query: { ...PAGE_QUERY, status: { schema: JobStatusSchema, description: 'only jobs in this status' } },
-        responses: { 200: { description: 'A page of jobs', schema: Type.Array(Job), headers: PAGE_HEADERS } },
+        ...pagedDoc('A page of jobs', Job, { ...FILTERS, status: { schema: JobStatusSchema, description: 'only jobs in this status' } }),
       },
     },
     {
@@ -141,7 +135,7 @@ export function jobQueryRoutes(app: App): Route[] {
       doc: {
         operationId: 'getJobStats',
         summary: 'Job counts per status, for the organization or one queue',
-        query: { queue_name: PAGE_QUERY.queue_name!, queue: PAGE_QUERY.queue! },
+        query: { queue_name: FILTERS.queue_name!, queue: FILTERS.queue! },
         responses: {
           200: {
             description: 'Counts (every status present)',
@@ -159,8 +153,7 @@ export function jobQueryRoutes(app: App): Route[] {
         operationId: 'listDeadLetterJobs',
         summary: 'List dead-lettered jobs, with payloads and error history',
         description: 'GET /api/v1/jobs fixed to status deadletter (a status parameter is ignored); its own cursors.',
-        query: PAGE_QUERY,
-        responses: { 200: { description: 'A page of dead-lettered jobs', schema: Type.Array(Job), headers: PAGE_HEADERS } },
+        ...pagedDoc('A page of dead-lettered jobs', Job, FILTERS),
       },
     },
   ];

@@ -10,7 +10,7 @@ import { AdminCreateBody, RegisterBody, type CreatedOrganization } from '../../.
 import type { Config } from '../../../config.js';
 import type { OrganizationRow } from '../../db/sql/getOrganization.js';
 import { requireAdmin } from '../admin.js';
-import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
+import { cursorCodec, pageResponse, parseLimit, readCursor, pagedDoc } from '../cursor.js';
 import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
 
@@ -97,17 +97,7 @@ export function organizationRoutes(app: App, config: Config): Route[] {
         operationId: 'adminListOrganizations',
         summary: 'List every organization by slug, a page at a time (admin)',
         description: adminNote,
-        query: {
-          limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
-          cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
-        },
-        responses: {
-          200: {
-            description: 'A page of organizations',
-            schema: Type.Array(Organization),
-            headers: { 'X-Next-Cursor': 'absent on the last page', Link: '<…&cursor={next}>; rel="next"; absent on the last page' },
-          },
-        },
+        ...pagedDoc('A page of organizations', Organization),
         errors: ['UNAVAILABLE'],
         security: ['adminKey'],
       },

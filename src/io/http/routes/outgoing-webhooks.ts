@@ -7,7 +7,7 @@ import { CreateWebhookBody, UpdateWebhookBody } from '../../../app/webhooks.js';
 import type { DeliveryRow } from '../../db/sql/listDeliveries.js';
 import type { OutgoingWebhookRow } from '../../db/sql/getOutgoingWebhook.js';
 import { WEBHOOK_EVENTS } from '../../webhooks/dispatcher.js';
-import { cursorCodec, MAX_LIMIT, pageResponse, parseLimit, readCursor } from '../cursor.js';
+import { cursorCodec, MAX_LIMIT, pageResponse, parseLimit, readCursor, pagedDoc } from '../cursor.js';
 import { isoOf } from '../../present.js';
 import { Deleted } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
@@ -131,17 +131,7 @@ export function outgoingWebhookRoutes(app: App): Route[] {
       doc: {
         operationId: 'listOutgoingWebhooks',
         summary: "List the organization's outgoing webhooks, newest first, a page at a time",
-        query: {
-          limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
-          cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
-        },
-        responses: {
-          200: {
-            description: 'A page of endpoints',
-            schema: Type.Array(OutgoingWebhook),
-            headers: { 'X-Next-Cursor': 'absent on the last page', Link: '<…&cursor={next}>; rel="next"; absent on the last page' },
-          },
-        },
+        ...pagedDoc('A page of endpoints', OutgoingWebhook),
       },
     },
     { method: 'GET', path: `${BASE}/:id`, permission: '*', handler: get, doc: { operationId: 'getOutgoingWebhook', summary: 'Get an outgoing webhook', responses: one } },

@@ -1,9 +1,8 @@
 // The read side of queues (REST adapter): the list, one queue's record, and its stats (src/app/queues.ts).
-import Type from 'typebox';
 import type { App } from '../../../app/app.js';
 import type { StatusCounts } from '../../db/sql/jobStats.js';
 import type { QueueRow } from '../../db/sql/listQueues.js';
-import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
+import { cursorCodec, pageResponse, parseLimit, readCursor, pagedDoc } from '../cursor.js';
 import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
 import { Queue, QueueStats } from '../schemas.js';
@@ -58,17 +57,7 @@ export function queueQueryRoutes(app: App): Route[] {
       doc: {
         operationId: 'listQueues',
         summary: "List the organization's queues by name, a page at a time",
-        query: {
-          limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
-          cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
-        },
-        responses: {
-          200: {
-            description: 'A page of queue records',
-            schema: Type.Array(Queue),
-            headers: { 'X-Next-Cursor': 'absent on the last page', Link: '<…&cursor={next}>; rel="next"; absent on the last page' },
-          },
-        },
+        ...pagedDoc('A page of queue records', Queue),
       },
     },
     {

@@ -8,7 +8,7 @@ import type { RunRecord } from '../../../app/scheduler.js';
 import { CreateScheduleBody as CreateBody, TriggerScheduleBody as TriggerBody, UpdateScheduleBody as UpdateBody } from '../../../app/schedules.js';
 import type { ScheduleRow } from '../../db/sql/getSchedule.js';
 import type { ScheduleRunRow } from '../../db/sql/listScheduleRuns.js';
-import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
+import { cursorCodec, pageResponse, parseLimit, readCursor, pagedDoc } from '../cursor.js';
 import { isoOf, presentJob } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
 import { Deleted, Job, JsonObject } from '../schemas.js';
@@ -118,19 +118,6 @@ export function scheduleRoutes(app: App): Route[] {
     return pageResponse(req, rows, limit, RUNS_CURSOR, (r) => [r.cursor_at, r.id], presentRun);
   };
 
-  const page = (description: string, schema: Parameters<typeof Type.Array>[0]) => ({
-    query: {
-      limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
-      cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
-    },
-    responses: {
-      200: {
-        description,
-        schema: Type.Array(schema),
-        headers: { 'X-Next-Cursor': 'absent on the last page', Link: '<…&cursor={next}>; rel="next"; absent on the last page' },
-      },
-    },
-  });
   const one = (description: string) => ({ 200: { description, schema: Schedule } });
   const Triggered = Type.Intersect([Run, Type.Object({ job: Job })], { $id: 'TriggeredRun' });
   const triggerDoc = {
@@ -160,7 +147,7 @@ export function scheduleRoutes(app: App): Route[] {
       path: '/api/v1/schedules',
       permission: 'jobs:read',
       handler: list,
-      doc: { operationId: 'listSchedules', summary: "List the organization's schedules, newest first, a page at a time", ...page('A page of schedules', Schedule) },
+      doc: { operationId: 'listSchedules', summary: "List the organization's schedules, newest first, a page at a time", ...pagedDoc('A page of schedules', Schedule) },
     },
     { method: 'GET', path: '/api/v1/schedules/:id', permission: 'jobs:read', handler: get, doc: { operationId: 'getSchedule', summary: 'Get a schedule', responses: one('The schedule') } },
     {
@@ -226,7 +213,7 @@ export function scheduleRoutes(app: App): Route[] {
       path: '/api/v1/schedules/:id/runs',
       permission: 'jobs:read',
       handler: runs,
-      doc: { operationId: 'listScheduleRuns', summary: "A schedule's runs (automatic and manual), newest first", ...page('A page of runs', Run) },
+      doc: { operationId: 'listScheduleRuns', summary: "A schedule's runs (automatic and manual), newest first", ...pagedDoc('A page of runs', Run) },
     },
   ];
 }

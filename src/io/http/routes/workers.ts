@@ -3,7 +3,7 @@
 import Type, { type TSchema } from 'typebox';
 import type { App } from '../../../app/app.js';
 import { RegisterBody } from '../../../app/workers.js';
-import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
+import { cursorCodec, pageResponse, parseLimit, readCursor, pagedDoc } from '../cursor.js';
 import { presentWorker } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
 import { JsonObject } from '../schemas.js';
@@ -52,10 +52,6 @@ export function workerRoutes(app: App): Route[] {
     return { status: 200, body: { ...presentWorker(row), status: 'deregistered' } };
   };
 
-  const page = {
-    limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
-    cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
-  };
   return [
     {
       method: 'POST',
@@ -84,14 +80,7 @@ export function workerRoutes(app: App): Route[] {
       doc: {
         operationId: 'listWorkers',
         summary: "List the organization's registered workers by id, a page at a time",
-        query: page,
-        responses: {
-          200: {
-            description: 'A page of workers',
-            schema: Type.Array(Worker),
-            headers: { 'X-Next-Cursor': 'absent on the last page', Link: '<…&cursor={next}>; rel="next"; absent on the last page' },
-          },
-        },
+        ...pagedDoc('A page of workers', Worker),
       },
     },
     { method: 'GET', path: '/api/v1/workers/:id', permission: 'jobs:read', handler: get, doc: { operationId: 'getWorker', summary: 'Get a worker', responses: { 200: { description: 'The worker', schema: Worker } } } },

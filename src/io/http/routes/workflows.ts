@@ -7,7 +7,7 @@ import { idOf } from '../../../app/fields.js';
 import { CreateWorkflowBody as CreateBody, type WorkflowGraph } from '../../../app/workflows.js';
 import { WORKFLOW_MAX_JOBS } from '../../../actors/workflow/graph.js';
 import type { WorkflowRow } from '../../db/sql/getWorkflow.js';
-import { cursorCodec, pageResponse, parseLimit, readCursor } from '../cursor.js';
+import { cursorCodec, pageResponse, parseLimit, readCursor, pagedDoc } from '../cursor.js';
 import { isoOf } from '../../present.js';
 import { oneOf, single } from '../query.js';
 import type { Request, Response, Route } from '../router.js';
@@ -126,18 +126,9 @@ export function workflowRoutes(app: App): Route[] {
       doc: {
         operationId: 'listWorkflows',
         summary: "List the organization's workflows, newest first, a page at a time",
-        query: {
-          limit: { schema: Type.Integer({ minimum: 1, maximum: 100, default: 20 }), description: 'page size' },
-          cursor: { schema: Type.String(), description: 'X-Next-Cursor of the previous page (opaque)' },
+        ...pagedDoc('A page of workflows (without their jobs)', WorkflowSummary, {
           status: { schema: WorkflowStatusSchema, description: 'only workflows in this status' },
-        },
-        responses: {
-          200: {
-            description: 'A page of workflows (without their jobs)',
-            schema: Type.Array(WorkflowSummary),
-            headers: { 'X-Next-Cursor': 'absent on the last page', Link: '<…&cursor={next}>; rel="next"; absent on the last page' },
-          },
-        },
+        }),
       },
     },
     {
