@@ -142,6 +142,16 @@ describe('two nodes on one database', { skip }, () => {
     }
   });
 
+  test('a free organization\'s rate limit holds across two nodes: one burst for the organization, not one per node', async () => {
+    const { key } = await insertKey(a, { plan: 'free', limited: true }); // 5/s, burst 10
+    const burst = planLimit('free', 'burst')!;
+    const results = await Promise.all(Array.from({ length: 4 * burst }, (_, i) => (i % 2 === 0 ? onA : onB).as(key).get('/api/v1/organizations/usage')));
+    const ok = results.filter((r) => r.status === 200).length;
+    // All 40 were sent within one second, so at most one burst passes (fewer if the second turned meanwhile).
+    assert.ok(ok <= burst && ok >= burst - 1, `${ok} of ${results.length} passed`);
+    assert.deepEqual([...new Set(results.filter((r) => r.status !== 200).map((r) => r.body.code))], ['RATE_LIMITED']);
+  });
+
   test('two nodes racing for one queue, 16 claim loops each over 5,000 jobs: every job is claimed exactly once', { timeout: 120_000 }, async () => {
     const total = 5_000;
     for (let i = 0; i < total; i += 100) {

@@ -43,7 +43,7 @@ export function createApp(ctx: AppContext): App {
   const jobs = new Jobs(ctx);
   const scheduler = new Scheduler(ctx, jobs);
   const auth = new Authenticator(ctx);
-  const limiter = new RateLimiter(ctx.store, ctx.clock, ctx.config.planOverrides);
+  const limiter = new RateLimiter(ctx.actors, ctx.clock);
   const apiCalls = new ApiCalls(ctx.store, ctx.clock, ctx.log);
   return {
     ctx,

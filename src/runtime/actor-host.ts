@@ -547,4 +547,5 @@ const ORG_HANDLERS: OrgHandlers = {
     return null;
   },
   usage: (actor, _a, fx) => actor.usage(fx.now),
+  permits: (actor, a, fx) => actor.permits(a.want, a.holdMs, fx.now),
 };

@@ -3,7 +3,7 @@
 // (`ActorHost`) are both typed. Every argument and reply is plain data (structured-clone and JSON safe: no
 // closures, no class instances), so the same messages can later travel to another node unchanged.
 // Both directions travel in arrays (one post per event-loop turn).
-import type { CountedResource, Usage } from '../actors/org/org-actor.js';
+import type { CountedResource, Permits, Usage } from '../actors/org/org-actor.js';
 import type { LimitOverrides, PlanTier } from '../actors/org/plans.js';
 import type {
   ClaimInput,
@@ -74,6 +74,7 @@ export interface OrgOps {
   setPlan: Op<{ plan: PlanTier; overrides: LimitOverrides }, null>;
   resetUsage: Op<Empty, null>;
   usage: Op<Empty, Usage>;
+  permits: Op<{ want: number; holdMs: number }, Permits>;
 }
 
 export type QueueOp = keyof QueueOps;

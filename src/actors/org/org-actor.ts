@@ -13,11 +13,14 @@
 //   reserve / release(resource)  a countable resource (429 at the limit)
 //   counted(resource, ±n)        a change made without a reservation (a queue created by its first job)
 //   setPlan / resetUsage         admin changes
+//   permits(want, holdMs)        the request rate: up to `want` requests admitted now for a node to spend within
+//                                `holdMs` (see permits below); 0 and the wait when the organization is over it
 //
 // Counters are rebuilt from rows when the actor is (re)built; jobs_today is also journaled (usage_daily) because
 // a revived dead letter counts as a creation without a new row.
 import { AppError } from '../../errors.js';
 import type { Effects } from '../records.js';
+import { RateWindow } from '../rate-window.js';
 import { PLANS, resolveLimits, upgradeTo, type LimitOverrides, type PlanLimits, type PlanOverrides, type PlanTier } from './plans.js';
 
 export const COUNTED = ['queues', 'workers', 'api_keys', 'schedules', 'workflows', 'webhooks'] as const;
@@ -55,8 +58,20 @@ export function utcDay(ms: number): string {
   return memoText;
 }
 
+/** What a request-rate ask answers: permits to spend until `until`, or none and how long until one. */
+export interface Permits {
+  granted: number;
+  until: number;
+  retryAfterMs: number;
+  /** The plan sets no request rate: nothing to ask until it changes. */
+  unlimited: boolean;
+}
+
 export class OrgActor {
   private limits: PlanLimits;
+  /** The request rate of the whole cluster (this actor is the organization's one counter): burst per 1 s, rate × 60 per 60 s. */
+  private second: RateWindow | null = null;
+  private minute: RateWindow | null = null;
 
   constructor(
     readonly organizationId: string,
@@ -64,6 +79,26 @@ export class OrgActor {
     private s: OrgSnapshot,
   ) {
     this.limits = resolveLimits(s.plan, instance, s.overrides);
+    this.rateWindows();
+  }
+
+  /**
+   * Admits up to `want` requests now, counted in both windows as if made at `now + holdMs`: a node spends them
+   * within `holdMs`, and counting each at the latest moment it may be spent keeps every window under its limit
+   * whenever it is really spent. A node asks for one at a time (holdMs 0, exact to the millisecond) unless its
+   * organization sends fast enough to use more before they lapse.
+   */
+  permits(want: number, holdMs: number, now: number): Permits {
+    if (this.second === null && this.minute === null) return { granted: 0, until: now, retryAfterMs: 0, unlimited: true };
+    const at = now + holdMs;
+    const room = Math.min(this.second?.available(at) ?? Infinity, this.minute?.available(at) ?? Infinity);
+    const granted = Math.max(0, Math.min(want, room));
+    for (let i = 0; i < granted; i++) {
+      this.second?.record(at);
+      this.minute?.record(at);
+    }
+    const retryAfterMs = granted > 0 ? 0 : Math.max(this.second?.nextSlot(now) ?? now, this.minute?.nextSlot(now) ?? now) - now;
+    return { granted, until: at, retryAfterMs, unlimited: false };
   }
 
   admitJobs(n: number, payloadBytes: number[], fx: Effects): void {
@@ -135,6 +170,14 @@ export class OrgActor {
     this.s.plan = plan;
     this.s.overrides = overrides;
     this.limits = resolveLimits(plan, this.instance, overrides);
+    this.rateWindows();
+  }
+
+  /** Windows of the current limits; a changed limit keeps the requests already counted (no free burst). */
+  private rateWindows(): void {
+    const { burst, rate_per_second: rate } = this.limits;
+    this.second = burst === null ? null : this.second?.limit === burst ? this.second : new RateWindow(burst, 1_000, this.second);
+    this.minute = rate === null ? null : this.minute?.limit === rate * 60 ? this.minute : new RateWindow(rate * 60, 60_000, this.minute);
   }
 
   resetUsage(fx: Effects): void {

@@ -48,7 +48,15 @@ import { Heap } from '../heap.js';
 import { leaseId as newLeaseId } from '../ids.js';
 import type { CommitOutput, DomainEvent, Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, Progress, QueueState, Reply } from '../records.js';
 import { KeyLanes } from './key-lanes.js';
-import { RateWindow, type RateLimit } from './rate-window.js';
+import { RateWindow } from '../rate-window.js';
+
+/** A queue's rate limit: at most `jobs` handed out in any `per_seconds`. */
+export interface QueueRateLimit {
+  jobs: number;
+  per_seconds: number;
+}
+
+const rateWindow = (r: QueueRateLimit, previous: RateWindow | null): RateWindow => new RateWindow(r.jobs, r.per_seconds * 1000, previous);
 
 export interface QueueSettings {
   /** Backoff unit: min(2^retry_count, 60) units before the next attempt. */
@@ -180,7 +188,7 @@ export interface QueueConfig {
   lease_duration_secs: number | null;
   concurrency_per_key: number | null;
   max_concurrency: number | null;
-  rate_limit: RateLimit | null;
+  rate_limit: QueueRateLimit | null;
 }
 
 const NO_CONFIG: QueueConfig = { max_retries: null, lease_duration_secs: null, concurrency_per_key: null, max_concurrency: null, rate_limit: null };
@@ -212,7 +220,7 @@ export type ExplainFacts =
       key_holders: string[];
       max_concurrency: number | null;
       processing: number;
-      rate_limit: RateLimit | null;
+      rate_limit: QueueRateLimit | null;
       /** The next instant the rate limit lets a job out, when it holds them back now. */
       rate_next_slot: number | null;
       /** Claimable jobs that a claim takes before this one (higher priority, or equal and older). */
@@ -291,7 +299,7 @@ export class QueueActor {
   ) {
     this.queue = queue;
     if (queue?.concurrency_per_key != null) this.useLanes();
-    if (queue?.rate_limit) this.rate = new RateWindow(queue.rate_limit);
+    if (queue?.rate_limit) this.rate = rateWindow(queue.rate_limit, null);
     for (const row of live) {
       const job: LiveJob = { ...row, ver: 0 };
       this.place(job);
@@ -1022,9 +1030,8 @@ export class QueueActor {
     if (q.concurrency_per_key !== null) this.useLanes();
     if (this.lanes !== null && q.concurrency_per_key !== (before?.concurrency_per_key ?? null)) this.lanes.relimit(q.concurrency_per_key);
     const r = q.rate_limit;
-    const had = this.rate?.limit ?? null;
     if (r === null) this.rate = null;
-    else if (had === null || had.jobs !== r.jobs || had.per_seconds !== r.per_seconds) this.rate = new RateWindow(r, this.rate);
+    else if (this.rate === null || this.rate.limit !== r.jobs || this.rate.windowMs !== r.per_seconds * 1000) this.rate = rateWindow(r, this.rate);
   }
 
   private started(job: LiveJob): void {
