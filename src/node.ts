@@ -288,7 +288,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const r = (reaper = new WorkerReaper({ store, clock, quotas, events, log, staleSeconds: config.workerStaleSeconds }));
     // Deliveries whose node is gone are taken over by the leader: at once when it takes the lead, then as
     // often as a node can be found gone.
-    const adoption = (orphans = new Periodic({ name: 'webhook delivery adoption', intervalMs: config.clusterLeaseMs, run: () => wh.adopt(), log }));
+    const adoption = (orphans = new Periodic({ name: 'webhook delivery adoption', intervalMs: config.clusterLeaseMs, run: () => deliveries.adopt(), log }));
     // The cluster-wide tasks run on the one node that holds the leader lease (every node alone leads itself).
     const lead = async (on: boolean): Promise<void> => {
       for (const task of [retention, r, adoption, app.workflows]) {
