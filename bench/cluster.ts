@@ -95,6 +95,15 @@ const pgTicks = (): number => postgresPids().reduce((sum, pid) => {
   }
 }, 0);
 
+/** Stops the nodes, closes the reader, drops the database and the data directory. */
+async function teardown(nodes: Node[], db: pg.Client, db0: Awaited<ReturnType<typeof freshDatabase>>, dataDir: string): Promise<void> {
+  for (const x of nodes) x.child.kill('SIGTERM');
+  await Promise.all(nodes.map((x) => new Promise((r) => (x.child.exitCode !== null ? r(null) : x.child.once('exit', r)))));
+  await db.end().catch(() => {});
+  await db0.drop();
+  fs.rmSync(dataDir, { recursive: true, force: true });
+}
+
 async function waitForShares(db: pg.Client, n: number): Promise<void> {
   for (let i = 0; i < 300; i++) {
     const rows = (await db.query(`SELECT owner, count(*)::int AS c FROM shards WHERE shard >= 0 AND lease_until > now() GROUP BY owner`)).rows;
@@ -143,11 +152,7 @@ async function throughput(n: number): Promise<{ perSec: number; p50: number; p99
       cpu: cpu.join(', '),
     };
   } finally {
-    for (const x of nodes) x.child.kill('SIGTERM');
-    await Promise.all(nodes.map((x) => new Promise((r) => (x.child.exitCode !== null ? r(null) : x.child.once('exit', r)))));
-    await db.end().catch(() => {});
-    await db0.drop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await teardown(nodes, db, db0, dataDir);
   }
 }
 
@@ -187,11 +192,7 @@ async function forwarding(): Promise<{ local: Float64Array; forwarded: Float64Ar
     for (let i = 0; i < 2_000; i++) (i % 2 === 0 ? local : forwarded).push(await send(nodes[i % 2]!));
     return { local: sortedOf(local), forwarded: sortedOf(forwarded) };
   } finally {
-    for (const x of nodes) x.child.kill('SIGTERM');
-    await Promise.all(nodes.map((x) => new Promise((r) => (x.child.exitCode !== null ? r(null) : x.child.once('exit', r)))));
-    await db.end().catch(() => {});
-    await db0.drop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await teardown(nodes, db, db0, dataDir);
   }
 }
 

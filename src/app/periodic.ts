@@ -10,7 +10,8 @@ export interface PeriodicOptions<T> {
   /** What the log calls it. */
   name: string;
   intervalMs: number;
-  run: () => Promise<T>;
+  /** The pass; a subclass overrides `pass` instead. */
+  run?: () => Promise<T>;
   log?: Log;
   /** Under a ManualClock the task runs after each advance instead of on a timer; omit to always use the timer. */
   clock?: Clock;
@@ -52,9 +53,14 @@ export class Periodic<T> {
 
   /** One pass after any pass in progress. */
   runOnce(): Promise<T> {
-    const run = this.current.catch(() => undefined).then(() => this.o.run());
+    const run = this.current.catch(() => undefined).then(() => this.pass());
     this.current = run;
     return run;
+  }
+
+  protected pass(): Promise<T> {
+    if (!this.o.run) throw new Error(`${this.o.name}: no pass to run`);
+    return this.o.run();
   }
 
   async stop(): Promise<void> {

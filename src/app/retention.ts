@@ -40,35 +40,24 @@ export interface SweepReport {
 const ORG_PAGE = 500;
 const DAY_MS = 86_400_000;
 
-export class RetentionSweeper {
+export class RetentionSweeper extends Periodic<SweepReport> {
   readonly batchSize: number;
-  private readonly periodic: Periodic<SweepReport>;
   /** Unknown plan names already reported, so that each is logged once, not every minute. */
   private readonly unknownPlans = new Set<string>();
 
   constructor(private readonly opts: RetentionOptions) {
+    super({ name: 'retention sweep', intervalMs: opts.intervalMs ?? 60_000, log: opts.log });
     this.batchSize = opts.batchSize ?? 1_000;
     if (!(Number.isInteger(this.batchSize) && this.batchSize > 0)) throw new RangeError('batchSize must be a positive integer');
-    this.periodic = new Periodic({ name: 'retention sweep', intervalMs: opts.intervalMs ?? 60_000, run: () => this.sweep(), log: opts.log });
-  }
-
-  start(): void {
-    this.periodic.start();
-  }
-
-  /** Stops sweeping on its own until start() (this node no longer runs the cluster-wide tasks). */
-  pause(): void {
-    this.periodic.pause();
-  }
-
-  /** Stops the timer and waits for a sweep in progress, which ends after its current statement. */
-  stop(): Promise<void> {
-    return this.periodic.stop();
   }
 
   /** One whole sweep, after any sweep in progress (tests call this to sweep at a moment they choose). */
   sweepOnce(): Promise<SweepReport> {
-    return this.periodic.runOnce();
+    return this.runOnce();
+  }
+
+  protected override pass(): Promise<SweepReport> {
+    return this.sweep();
   }
 
   private async sweep(): Promise<SweepReport> {
@@ -76,10 +65,10 @@ export class RetentionSweeper {
     const now = clock.now();
     const report: SweepReport = { deleted: 0, deliveries: 0, organizations: 0 };
     let afterId: string | null = null;
-    while (!this.periodic.stopping) {
+    while (!this.stopping) {
       const orgs = await organizationPlans(store, afterId, ORG_PAGE);
       for (const org of orgs) {
-        if (this.periodic.stopping) break;
+        if (this.stopping) break;
         const limits = this.limitsOf(org.plan, org.limit_overrides);
         if (limits === null) continue;
         report.organizations++;
@@ -108,7 +97,7 @@ export class RetentionSweeper {
     for (;;) {
       const n = await step(this.batchSize);
       total += n;
-      if (n < this.batchSize || this.periodic.stopping) return total;
+      if (n < this.batchSize || this.stopping) return total;
       await yieldTurn();
     }
   }

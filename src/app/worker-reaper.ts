@@ -25,32 +25,21 @@ export interface WorkerReaperOptions {
   batchSize?: number;
 }
 
-export class WorkerReaper {
+export class WorkerReaper extends Periodic<number> {
   private readonly batchSize: number;
-  private readonly periodic: Periodic<number>;
 
   constructor(private readonly opts: WorkerReaperOptions) {
+    super({ name: 'worker reaper', intervalMs: opts.intervalMs ?? 15_000, log: opts.log, clock: opts.clock });
     this.batchSize = opts.batchSize ?? 500;
-    this.periodic = new Periodic({ name: 'worker reaper', intervalMs: opts.intervalMs ?? 15_000, run: () => this.reap(), log: opts.log, clock: opts.clock });
-  }
-
-  start(): void {
-    this.periodic.start();
-  }
-
-  /** Stops sweeping on its own until start() (this node no longer runs the cluster-wide tasks). */
-  pause(): void {
-    this.periodic.pause();
-  }
-
-  /** Stops the passes and waits for the one in progress, which ends after its current statement. */
-  stop(): Promise<void> {
-    return this.periodic.stop();
   }
 
   /** One pass after any pass in progress; resolves to the number of workers removed. */
   reapOnce(): Promise<number> {
-    return this.periodic.runOnce();
+    return this.runOnce();
+  }
+
+  protected override pass(): Promise<number> {
+    return this.reap();
   }
 
   private async reap(): Promise<number> {
@@ -58,7 +47,7 @@ export class WorkerReaper {
     const now = clock.now();
     const cutoff = new Date(now - this.opts.staleSeconds * 1000);
     let removed = 0;
-    while (!this.periodic.stopping) {
+    while (!this.stopping) {
       const rows = await reapWorkers(store, cutoff, this.batchSize);
       for (const r of rows) {
         quotas.release(r.organization_id, 'workers');
