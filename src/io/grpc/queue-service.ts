@@ -51,9 +51,10 @@ export function toJob(j: Json): Json {
 const HELD_MAX = 10_000;
 
 /**
- * Tells a stream when a job it handed out is cancelled (job.cancelled of a job that was processing). The
- * event bus is this node's: with many nodes, a cancel reaches the stream once its node hears of it (see
- * docs/flow-control.md). Returns the set to add sent jobs to, and the unsubscribe.
+ * Tells a stream when a job it handed out is cancelled (job.cancelled of a job that was processing). A
+ * subscriber of one organization hears that organization's events from every node (src/io/events/fan-out.ts),
+ * so the cancel reaches the stream whichever node owns the queue. Returns the set to add sent jobs to, and the
+ * unsubscribe.
  */
 function watchCancels(events: EventBus, org: string, onCancel: (jobId: string) => void): { held: Set<string>; stop: () => void } {
   const held = new Set<string>();
