@@ -102,9 +102,15 @@ export class Cluster {
     return this.membership.liveNodes().flatMap((n) => (n.id !== this.nodeId && n.address !== null ? [{ id: n.id, address: n.address }] : []));
   }
 
-  /** What this node does when another casts `method` to it (a node alone receives nothing). */
-  handle(method: string, fn: (payload: unknown, from: string) => void): void {
+  /** What this node does when another casts or calls `method` (a node alone receives nothing). */
+  handle(method: string, fn: (payload: unknown, from: string) => unknown): void {
     this.peers?.handle(method, fn);
+  }
+
+  /** Calls `method` on another node and waits for its answer. */
+  call<T>(node: { id: string; address: string }, method: string, payload: unknown): Promise<T> {
+    if (!this.peers) return Promise.reject(new Error('this node runs alone'));
+    return this.peers.call<T>(node.id, node.address, method, payload);
   }
 
   /** Sends `method` to one other node, without waiting; lost if it cannot be reached. */
