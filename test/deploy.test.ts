@@ -78,8 +78,10 @@ test('the shipped secret placeholders cannot boot a node', () => {
       (err: unknown) => err instanceof ConfigError && err.problems.some((p) => p.startsWith('JWT_SECRET')) && err.problems.some((p) => p.startsWith('ADMIN_API_KEY')),
       name,
     );
+    if ('CLUSTER_SECRET' in env) assert.throws(() => loadConfig(env), (err: unknown) => err instanceof ConfigError && err.problems.some((p) => p.startsWith('CLUSTER_SECRET')), name);
     // With real secrets the same files are a valid configuration.
-    const c = loadConfig({ ...env, JWT_SECRET: 'j'.repeat(40), ADMIN_API_KEY: 'a'.repeat(20) });
+    const real = { JWT_SECRET: 'j'.repeat(40), ADMIN_API_KEY: 'a'.repeat(20), ...('CLUSTER_SECRET' in env ? { CLUSTER_SECRET: 'c'.repeat(40) } : {}) };
+    const c = loadConfig({ ...env, ...real });
     assert.equal(c.production, true, name);
   }
 });
