@@ -1,5 +1,7 @@
 // Scenario 2 — claim → complete with 50 concurrent workers (cycleKeys: the same with jobs spread over 1,000
-// concurrency keys, so every claim goes through the per-key lanes; its ratio to `cycle` is the cost of fairness). The queue is pre-filled first (50 concurrent
+// concurrency keys, so every claim goes through the per-key lanes; its ratio to `cycle` is the cost of fairness;
+// cycleAck: 5 workers claiming 10 at a time and acknowledging each claim's jobs in one batch request,
+// POST /api/v1/jobs/complete: 50 jobs in flight, as in the others, at a fifth of a request per job). The queue is pre-filled first (50 concurrent
 // enqueuers), then 50 loops each claim (limit 1, or 10 in the variant) and complete what they got, with no
 // work in between: this measures the queue, not a job. Jobs completed in the first second are warm-up and
 // not counted; a loop stops at the deadline or when the queue runs dry.
@@ -8,11 +10,12 @@ import { Client, expectStatus, fmt, now, percentile, prefill, sortedOf, usageRow
 const WORKERS = 50;
 const WARMUP_MS = 1_000;
 
-async function run(ctx: Context, limit: number, keys = 0): Promise<Row[]> {
-  const scenario = `2. claim → complete, ${WORKERS} workers, limit ${limit}${keys > 0 ? `, ${fmt(keys)} concurrency keys` : ''}`;
+async function run(ctx: Context, limit: number, keys = 0, ack = false): Promise<Row[]> {
+  const workers = ack ? WORKERS / limit : WORKERS;
+  const scenario = `2. claim → complete, ${workers} workers, limit ${limit}${keys > 0 ? `, ${fmt(keys)} concurrency keys` : ''}${ack ? ', batch ack' : ''}`;
   const seconds = Number(process.env.BENCH_SECONDS ?? 10);
   const jobs = Number(process.env.BENCH_CYCLE_JOBS ?? (limit === 1 ? 40_000 : 90_000));
-  const queue = `bench-cycle-${limit}${keys > 0 ? '-keys' : ''}`;
+  const queue = `bench-cycle-${limit}${keys > 0 ? '-keys' : ''}${ack ? '-ack' : ''}`;
   const client = new Client(ctx.url, ctx.key, WORKERS * Math.max(1, limit));
   try {
     ctx.log(`${scenario}: pre-filling ${fmt(jobs)} jobs`);
@@ -45,6 +48,23 @@ async function run(ctx: Context, limit: number, keys = 0): Promise<Row[]> {
           drained = true;
           return;
         }
+        if (ack) {
+          const s = now();
+          const done = await client.post('/api/v1/jobs/complete', {
+            worker_id: workerId,
+            jobs: got.map((job) => ({ id: job.id, lease_id: job.lease_id, result: { ok: true } })),
+          });
+          expectStatus(done, 200, 'batch complete');
+          if (done.body.failure_count !== 0) throw new Error(`batch complete: ${JSON.stringify(done.body.failed[0])}`);
+          const e = now();
+          if (e >= measureFrom && e < deadline) {
+            counted += got.length;
+            lastDone = e;
+            completeMs.push(e - s);
+            trace.push([e - measureFrom, e - s]);
+          }
+          continue;
+        }
         await Promise.all(
           got.map(async (job) => {
             const s = now();
@@ -61,7 +81,7 @@ async function run(ctx: Context, limit: number, keys = 0): Promise<Row[]> {
         );
       }
     };
-    await Promise.all(Array.from({ length: WORKERS }, (_, i) => worker(i)));
+    await Promise.all(Array.from({ length: workers }, (_, i) => worker(i)));
     clearTimeout(meterTimer);
     const usage = await meter.read();
     writeTrace(`cycle-${limit}`, trace);
@@ -97,3 +117,4 @@ async function run(ctx: Context, limit: number, keys = 0): Promise<Row[]> {
 export const cycle = (ctx: Context) => run(ctx, 1);
 export const cycle10 = (ctx: Context) => run(ctx, 10);
 export const cycleKeys = (ctx: Context) => run(ctx, 1, 1_000);
+export const cycleAck = (ctx: Context) => run(ctx, 10, 0, true);

@@ -1,4 +1,4 @@
-// Bulk enqueue, priority changes, job retry, the DLQ's retry and purge, and queue actions (create, pause,
+// Bulk enqueue, batch acknowledgement, priority changes, job retry, the DLQ's retry and purge, and queue actions (create, pause,
 // resume, configure, delete), over real HTTP on the store chosen by SLUICE_TEST_STORE.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -75,6 +75,61 @@ describe('bulk enqueue', () => {
     assert.equal(r.body.succeeded.filter((x: { created: boolean }) => x.created).length, 2);
     const again = await api.post('/api/v1/jobs/bulk', { jobs: [{ queue_name: 'bulk-idem', payload: {}, idempotency_key: 'b-2' }] });
     assert.deepEqual(again.body.succeeded, [{ index: 0, id: ids[3], created: false }]);
+  });
+});
+
+describe('batch acknowledgement', () => {
+  test('one stale lease, a cancelled job and an unknown id fail alone; the others complete, across queues', async () => {
+    for (let i = 0; i < 4; i++) await api.enqueue({ queue_name: 'ack-a', payload: { i } });
+    await api.enqueue({ queue_name: 'ack-b', payload: { i: 9 } });
+    const a = await api.claim('ack-a', { limit: 4 });
+    const [b] = await api.claim('ack-b');
+    assert.equal(a.length, 4);
+    assert.equal((await api.delete(`/api/v1/jobs/${a[2].id}`)).status, 200);
+    const unknown = '00000000-0000-7000-8000-000000000000';
+    const r = await api.post('/api/v1/jobs/complete', {
+      worker_id: 'w1',
+      jobs: [
+        { id: a[0].id, lease_id: a[0].lease_id, result: { n: 0 } },
+        { id: a[1].id, lease_id: '00000000-0000-4000-8000-000000000000' },
+        { id: a[2].id, lease_id: a[2].lease_id },
+        { id: unknown, lease_id: a[0].lease_id },
+        { id: b.id, lease_id: b.lease_id, result: 'b' },
+        { id: a[3].id, lease_id: a[3].lease_id, worker_id: 'w2' },
+      ],
+    });
+    assert.equal(r.status, 200);
+    assert.equal(r.body.total, 6);
+    assert.deepEqual(r.body.succeeded.map((x: { index: number }) => x.index), [0, 4]);
+    for (const x of r.body.succeeded) {
+      assert.equal(x.status, 'completed');
+      assert.ok(!Number.isNaN(Date.parse(x.completed_at)));
+    }
+    const codes = Object.fromEntries(r.body.failed.map((x: { index: number; error: { code: string } }) => [x.index, x.error.code]));
+    assert.deepEqual(codes, { 1: 'LEASE_EXPIRED', 2: 'JOB_CANCELLED', 3: 'NOT_FOUND', 5: 'LEASE_EXPIRED' });
+    assert.equal(r.body.success_count, 2);
+    assert.equal(r.body.failure_count, 4);
+    assert.deepEqual((await api.get(`/api/v1/jobs/${a[0].id}`)).body.result, { n: 0 });
+    assert.equal((await api.get(`/api/v1/jobs/${b.id}`)).body.status, 'completed');
+    assert.equal((await api.get(`/api/v1/jobs/${a[1].id}`)).body.status, 'processing', 'the stale item changed nothing');
+    // The stale items still complete with their real leases; a second ack of a completed job is refused.
+    const again = await api.post('/api/v1/jobs/complete', {
+      worker_id: 'w1',
+      jobs: [{ id: a[1].id, lease_id: a[1].lease_id }, { id: a[3].id, lease_id: a[3].lease_id }, { id: a[0].id, lease_id: a[0].lease_id }],
+    });
+    assert.deepEqual(again.body.succeeded.map((x: { index: number }) => x.index), [0, 1]);
+    assert.deepEqual(again.body.failed.map((x: { index: number; error: { code: string } }) => [x.index, x.error.code]), [[2, 'LEASE_EXPIRED']]);
+  });
+
+  test('bad requests change nothing: no worker_id anywhere, a bad id, too many items, an empty list', async () => {
+    await api.enqueue({ queue_name: 'ack-bad', payload: {} });
+    const [j] = await api.claim('ack-bad');
+    assertInvalid(await api.post('/api/v1/jobs/complete', { jobs: [{ id: j.id, lease_id: j.lease_id }] }));
+    assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: [{ id: j.id, lease_id: j.lease_id }, { id: 'nope' }] }));
+    assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: [] }));
+    const many = Array.from({ length: 501 }, () => ({ id: j.id, lease_id: j.lease_id }));
+    assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: many }));
+    assert.equal((await api.get(`/api/v1/jobs/${j.id}`)).body.status, 'processing');
   });
 });
 

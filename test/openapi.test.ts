@@ -152,7 +152,7 @@ describe('OpenAPI: the document', () => {
       assert.equal(op.requestBody.required, !Schema.Check(schema, {}), `${id}: requestBody.required`);
     }
     const required = (id: string) => ops.get(id)!.op.requestBody.required;
-    for (const id of ['enqueueJob', 'enqueueJobs', 'claimJobs', 'completeJob', 'createSchedule', 'createWorkflow', 'login', 'purgeDeadLetterJobs', 'retryDeadLetterJobs']) {
+    for (const id of ['enqueueJob', 'enqueueJobs', 'claimJobs', 'completeJob', 'completeJobs', 'createSchedule', 'createWorkflow', 'login', 'purgeDeadLetterJobs', 'retryDeadLetterJobs']) {
       assert.equal(required(id), true, `${id} needs a body`);
     }
     for (const id of ['createQueue', 'registerWorker', 'logout', 'pauseQueue', 'updateSchedule', 'updateOutgoingWebhook']) {
@@ -274,6 +274,10 @@ describe('OpenAPI: live answers match the document', () => {
     expect(await call(api, 'reportJobProgress', { id: claimed.id }, { worker_id: 'w1', lease_id: 'stale', progress: 60 }), 409);
     expect(await call(api, 'completeJob', { id: claimed.id }, { worker_id: 'w1', lease_id: 'stale' }), 409);
     expect(await call(api, 'completeJob', { id: claimed.id }, { worker_id: 'w1', lease_id: claimed.lease_id, result: { ok: true } }), 200);
+    await api.enqueue({ queue_name: 'oa' });
+    [claimed] = (await call(api, 'claimJobs', {}, { queue_name: 'oa', worker_id: 'w1' })).body.jobs;
+    const acked = (await call(api, 'completeJobs', {}, { worker_id: 'w1', jobs: [{ id: claimed.id, lease_id: claimed.lease_id }, { id: job.id, lease_id: 'stale' }] })).body;
+    assert.deepEqual([acked.success_count, acked.failure_count], [1, 1]);
     [claimed] = (await call(api, 'claimJobs', {}, { queue_name: 'oa', worker_id: 'w1' })).body.jobs;
     expect(await call(api, 'failJob', { id: claimed.id }, { worker_id: 'w1', lease_id: claimed.lease_id, error: 'boom' }), 200);
     [claimed] = (await call(api, 'claimJobs', {}, { queue_name: 'oa', worker_id: 'w1' })).body.jobs;

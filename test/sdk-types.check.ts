@@ -46,6 +46,7 @@ export const checks: Record<string, true> = {
   EnqueuedJob: true satisfies Conforms<Sdk.EnqueuedJob, Doc['CreatedJob']>,
   BulkResult: true satisfies Conforms<Sdk.BulkResult, Doc['BulkResult']>,
   CompleteReply: true satisfies Conforms<Sdk.CompleteReply, Doc['JobCompleted']>,
+  AckResult: true satisfies Conforms<Sdk.AckResult, Doc['AckResult']>,
   FailReply: true satisfies Conforms<Sdk.FailReply, Doc['JobFailed']>,
   HeartbeatReply: true satisfies Conforms<Sdk.HeartbeatReply, Doc['LeaseExtended']>,
   JobExplanation: true satisfies Conforms<Sdk.JobExplanation, Doc['JobExplanation']>,

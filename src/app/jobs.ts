@@ -9,6 +9,8 @@
 //               claimed for a client that left are unclaimed (pending again at once, no attempt spent)
 //   complete / fail / heartbeat / progress    the actor holding the job checks the lease (409 LEASE_EXPIRED;
 //               JOB_CANCELLED when the job was cancelled under this very worker: docs/flow-control.md)
+//   completeMany    a batch acknowledgement: one ask per queue actor for all its items, one outcome per item
+//               (a stale lease fails its own item only)
 //   explain     why a job is not running: src/app/explain.ts
 //   cancel / priority    live jobs only; a terminal job answers 409 JOB_NOT_LIVE naming its status
 //   retry / revive       a dead-lettered or cancelled job comes back pending with a fresh retry budget,
@@ -16,9 +18,9 @@
 //   get / list / statuses / stats     reads, straight from the store: every state an actor reported is
 //               committed before its reply, so the store is never behind an answer given
 import Type, { type Static } from 'typebox';
-import type { ClaimReply, EnqueueInput, ReviveInput, ReviveOutcome } from '../actors/queue/queue-actor.js';
+import type { ClaimReply, CompleteInput, CompleteOutcome, EnqueueInput, ReviveInput, ReviveOutcome } from '../actors/queue/queue-actor.js';
 import type { JobStatus } from '../actors/records.js';
-import { AppError, notFound, validationError, type FieldProblem } from '../errors.js';
+import { AppError, notFound, validationError, type FieldProblem, type WireError } from '../errors.js';
 import { getJob } from '../io/db/sql/getJob.js';
 import { getJobByKey } from '../io/db/sql/getJobByKey.js';
 import { jobStats, type StatusCounts } from '../io/db/sql/jobStats.js';
@@ -31,7 +33,7 @@ import { policyOf, urlProblem, type UrlPolicy } from '../io/webhooks/ssrf.js';
 import type { QueueOps } from '../runtime/protocol.js';
 import type { AppContext } from './context.js';
 import { explainJob, type Explanation } from './explain.js';
-import { JsonObject, LeaseId, LeaseSecs, MaxRetries, parseTime, Priority, QueueName, WorkerId } from './fields.js';
+import { JsonObject, LeaseId, LeaseSecs, MaxRetries, parseTime, Priority, QueueName, Uuid, WorkerId } from './fields.js';
 import type { Admission } from './quotas.js';
 
 /** One year: an idempotency window longer than that is a key held for good (omit the TTL). */
@@ -93,6 +95,19 @@ export const ClaimBody = validator(
 export type ClaimRequest = Valid<typeof ClaimBody>;
 
 export const CompleteBody = validator(Type.Object({ worker_id: WorkerId, lease_id: LeaseId, result: Type.Optional(Type.Unknown()) }));
+/** Items of one batch acknowledgement: enough for a worker's whole prefetch, small enough to answer at once. */
+export const ACK_MAX = 500;
+/** A batch acknowledgement; `worker_id` at the top is the default of the items. */
+export const CompleteManyBody = validator(
+  Type.Object({
+    worker_id: Type.Optional(WorkerId),
+    jobs: Type.Array(
+      Type.Object({ id: Uuid, worker_id: Type.Optional(WorkerId), lease_id: Type.Optional(LeaseId), result: Type.Optional(Type.Unknown()) }),
+      { minItems: 1, maxItems: ACK_MAX },
+    ),
+  }),
+);
+export type CompleteManyRequest = Valid<typeof CompleteManyBody>;
 export const FailBody = validator(
   Type.Object({
     worker_id: WorkerId,
@@ -128,6 +143,15 @@ export const MAX_STATUS_IDS = 100;
 export interface Enqueued {
   created: boolean;
   job: Row;
+}
+
+/** The outcome of a batch acknowledgement, in the shape of a bulk enqueue's. */
+export interface AckOutcome {
+  succeeded: Array<{ index: number; id: string; status: 'completed'; completed_at: number }>;
+  failed: Array<{ index: number; id: string; error: Record<string, unknown> }>;
+  total: number;
+  success_count: number;
+  failure_count: number;
 }
 
 export interface BulkOutcome {
@@ -295,6 +319,58 @@ export class Jobs {
     return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'complete', { id, worker_id: r.worker_id, lease_id: r.lease_id, result: r.result ?? null }));
   }
 
+  /**
+   * Completes many jobs in one request: the items of each queue go to its actor in one message, so a worker acks
+   * its whole prefetch at the cost of one request and one commit. Each item succeeds or fails alone; an item
+   * without a worker_id takes the request's (422 when neither says).
+   */
+  async completeMany(org: string, r: CompleteManyRequest): Promise<AckOutcome> {
+    const missing = r.jobs.findIndex((j) => j.worker_id === undefined && r.worker_id === undefined);
+    if (missing >= 0) throw validationError([{ field: `jobs[${missing}].worker_id`, message: 'is required when the request gives no worker_id' }]);
+    const outcomes: Array<{ id: string; error: AppError } | { id: string; completed_at: number }> = new Array(r.jobs.length);
+    const byQueue = new Map<string, Array<{ index: number; input: CompleteInput }>>();
+    await Promise.all(
+      r.jobs.map(async (j, index) => {
+        const id = j.id.toLowerCase();
+        const queue = await this.c.places.find(org, id);
+        if (queue === null) {
+          outcomes[index] = { id, error: notFound('Job') };
+          return;
+        }
+        let items = byQueue.get(queue);
+        if (!items) byQueue.set(queue, (items = []));
+        items.push({ index, input: { id, worker_id: (j.worker_id ?? r.worker_id)!, lease_id: j.lease_id ?? null, result: j.result ?? null } });
+      }),
+    );
+    await Promise.all(
+      [...byQueue].map(async ([queue, items]) => {
+        let replies: CompleteOutcome[];
+        try {
+          replies = await this.c.actors.ask(org, queue, 'completeMany', { items: items.map((i) => i.input) });
+        } catch (err) {
+          // The actor could not take the batch (its store or its node): every item of that queue says why.
+          const error = err instanceof AppError ? err : new AppError('UNAVAILABLE', 'The acknowledgement could not be made; retry');
+          for (const { index, input } of items) outcomes[index] = { id: input.id, error };
+          return;
+        }
+        await Promise.all(
+          replies.map(async (reply, k) => {
+            const { index, input } = items[k]!;
+            outcomes[index] = reply.ok ? { id: reply.id, completed_at: reply.completed_at } : { id: reply.id, error: await this.whyNot(org, input, reply.error) };
+          }),
+        );
+      }),
+    );
+    const out: AckOutcome = { succeeded: [], failed: [], total: r.jobs.length, success_count: 0, failure_count: 0 };
+    outcomes.forEach((o, index) => {
+      if ('error' in o) out.failed.push({ index, id: o.id, error: o.error.toBody() });
+      else out.succeeded.push({ index, id: o.id, status: 'completed', completed_at: o.completed_at });
+    });
+    out.success_count = out.succeeded.length;
+    out.failure_count = out.failed.length;
+    return out;
+  }
+
   async fail(org: string, id: string, r: FailRequest): Promise<QueueOps['fail']['reply']> {
     const queue = await this.queueOf(org, id);
     return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'fail', {
@@ -423,14 +499,23 @@ export class Jobs {
     try {
       return await answer;
     } catch (err) {
-      if (err instanceof AppError && err.code === 'LEASE_EXPIRED') {
-        const row = await getJob(this.c.store, org, id);
-        if (row?.status === 'cancelled' && row.assigned_worker_id === worker) {
-          throw new AppError('JOB_CANCELLED', 'The job was cancelled while this worker held it; stop working on it', { job_status: 'cancelled' });
-        }
-      }
-      throw err;
+      throw err instanceof AppError ? await this.cancelledUnder(org, id, worker, err) : err;
     }
+  }
+
+  /** Why one item of a batch acknowledgement was refused, told as `leased` tells it. */
+  private whyNot(org: string, input: CompleteInput, error: WireError): Promise<AppError> {
+    return this.cancelledUnder(org, input.id, input.worker_id, AppError.fromWire(error));
+  }
+
+  /** JOB_CANCELLED instead of LEASE_EXPIRED when the job was cancelled while this worker held it. */
+  private async cancelledUnder(org: string, id: string, worker: string, err: AppError): Promise<AppError> {
+    if (err.code !== 'LEASE_EXPIRED') return err;
+    const row = await getJob(this.c.store, org, id);
+    if (row?.status === 'cancelled' && row.assigned_worker_id === worker) {
+      return new AppError('JOB_CANCELLED', 'The job was cancelled while this worker held it; stop working on it', { job_status: 'cancelled' });
+    }
+    return err;
   }
 
   /** Which queue actor holds the job, or 404. */

@@ -426,6 +426,7 @@ export class ActorHost {
     enqueue: (actor, a, fx, call) => call.answer(actor.enqueue(a, fx)),
     claim: (actor, a, fx, call) => this.claim(actor, a, fx, call),
     complete: (actor, a, fx, call) => call.answer(actor.complete(a, fx)),
+    completeMany: (actor, a, fx, call) => call.answer(actor.completeMany(a.items, fx)),
     fail: (actor, a, fx, call) => call.answer(actor.fail(a, fx)),
     heartbeat: (actor, a, fx, call) => call.answer(actor.heartbeat(a, fx)),
     progress: (actor, a, fx, call) => call.answer(actor.progress(a, fx)),

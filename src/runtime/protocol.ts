@@ -9,6 +9,7 @@ import type {
   ClaimInput,
   ClaimReply,
   CompleteInput,
+  CompleteOutcome,
   CompleteReply,
   EnqueueInput,
   EnqueueReply,
@@ -39,6 +40,8 @@ export interface QueueOps {
   /** `wait_ms` > 0: parked as a long poll until jobs arrive or the time runs out. */
   claim: Op<ClaimInput & { wait_ms: number }, ClaimReply>;
   complete: Op<CompleteInput, CompleteReply>;
+  /** A batch acknowledgement: one outcome per item, in order. */
+  completeMany: Op<{ items: CompleteInput[] }, CompleteOutcome[]>;
   fail: Op<FailInput, FailReply>;
   heartbeat: Op<HeartbeatInput, HeartbeatReply>;
   progress: Op<ProgressInput, { id: string } & Progress>;

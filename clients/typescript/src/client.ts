@@ -5,6 +5,8 @@ import { HttpCore, type HttpOptions, type Query, type RetryOptions, type RetryEv
 import { Paginator, type Page } from './pagination.js';
 import { EventStream, filterQuery, type EventFilterOptions, type EventStreamOptions } from './sse.js';
 import type {
+  AckItem,
+  AckResult,
   ApiKey,
   BulkDefaults,
   BulkItem,
@@ -215,6 +217,14 @@ export class Jobs extends Resource {
 
   complete(id: string, body: { worker_id: string; lease_id: string; result?: unknown }, o: CallOptions = {}): Promise<CompleteReply> {
     return this.call('POST', `/api/v1/jobs/${seg(id)}/complete`, { body, idempotent: true, signal: o.signal });
+  }
+
+  /**
+   * Completes up to 500 claimed jobs in one request; each item succeeds or fails alone (see AckResult). Retried
+   * like complete: completing a job twice answers its item LEASE_EXPIRED, never a second completion.
+   */
+  completeMany(jobs: AckItem[], defaults: { worker_id?: string } = {}, o: CallOptions = {}): Promise<AckResult> {
+    return this.call('POST', '/api/v1/jobs/complete', { body: { ...defaults, jobs }, idempotent: true, signal: o.signal });
   }
 
   /** `retryable: false` dead-letters the job at once. */

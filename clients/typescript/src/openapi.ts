@@ -170,6 +170,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/jobs/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete up to 500 claimed jobs at once (a batch acknowledgement)
+         * @description Each item completes as POST /jobs/{id}/complete would, or fails alone (a stale lease, a job cancelled under this worker, an unknown id): the answer lists both, by the item position. worker_id at the top is the default of the items.
+         */
+        post: operations["completeJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/jobs/bulk": {
         parameters: {
             query?: never;
@@ -1373,6 +1393,27 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AckResult: {
+            succeeded: {
+                /** @description the item position in the request */
+                index: number;
+                /** Format: uuid */
+                id: string;
+                /** @constant */
+                status: "completed";
+                /** Format: date-time */
+                completed_at: string;
+            }[];
+            failed: {
+                index: number;
+                /** Format: uuid */
+                id: string;
+                error: components["schemas"]["Error"];
+            }[];
+            total: number;
+            success_count: number;
+            failure_count: number;
+        };
         ApiKey: {
             /** Format: uuid */
             id: string;
@@ -2534,6 +2575,48 @@ export interface operations {
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["ShardMovedOrUnavailable"];
+        };
+    };
+    completeJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    worker_id?: string;
+                    jobs: {
+                        id: string;
+                        worker_id?: string;
+                        lease_id?: string;
+                        result?: unknown;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description Per-item outcome: succeeded [{index, id, status, completed_at}], failed [{index, id, error}] */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AckResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     enqueueJobs: {

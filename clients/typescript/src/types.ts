@@ -130,6 +130,23 @@ export interface CompleteReply {
   [field: string]: unknown;
 }
 
+/** One item of a batch acknowledgement; `worker_id` defaults to the request's. */
+export interface AckItem {
+  id: string;
+  lease_id?: string;
+  worker_id?: string;
+  result?: unknown;
+}
+
+/** Per-item outcome of a batch acknowledgement (POST /api/v1/jobs/complete). */
+export interface AckResult {
+  succeeded: Array<{ index: number; id: string; status: 'completed'; completed_at: string; [field: string]: unknown }>;
+  failed: Array<{ index: number; id: string; error: { error: string; code: string; message: string; status: number; [extra: string]: unknown } }>;
+  total: number;
+  success_count: number;
+  failure_count: number;
+}
+
 export interface FailReply {
   id: string;
   /** `scheduled` (retried at scheduled_at) or `deadletter`. */

@@ -43,7 +43,7 @@
 //
 // Heap entries are never removed in place: each job carries a version, bumped on every transition, and an
 // entry whose version is old is skipped when it surfaces.
-import { AppError } from '../../errors.js';
+import { AppError, type WireError } from '../../errors.js';
 import { Heap } from '../heap.js';
 import { leaseId as newLeaseId } from '../ids.js';
 import type { CommitOutput, DomainEvent, Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, Progress, QueueState, Reply } from '../records.js';
@@ -158,6 +158,9 @@ export interface CompleteReply {
   status: JobStatus;
   completed_at: number;
 }
+
+/** One item of a batch acknowledgement: completed, or why not (a stale lease fails only its own item). */
+export type CompleteOutcome = ({ ok: true } & CompleteReply) | { ok: false; id: string; error: WireError };
 
 export type FailInput = LeaseInput & { error: string; retryable: boolean };
 export interface FailReply {
@@ -472,6 +475,24 @@ export class QueueActor {
     this.publish(fx, 'job.completed', job.id, 'completed', { worker_id: input.worker_id, result: input.result ?? null, ...callbackOf(job) }, false, job.started_at);
     this.feedWaiters(fx);
     return () => ({ id: job.id, status: 'completed', completed_at: now });
+  }
+
+  /**
+   * A batch acknowledgement: each item completed as `complete` would, in order; an item whose lease is stale
+   * (or whose job is not here) is reported as such and the others go on.
+   */
+  completeMany(items: CompleteInput[], fx: Effects): Reply<CompleteOutcome[]> {
+    const replies: Array<Reply<CompleteReply> | AppError> = [];
+    for (const item of items) {
+      try {
+        replies.push(this.complete(item, fx));
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        replies.push(err);
+      }
+    }
+    return (out) =>
+      replies.map((r, i) => (r instanceof AppError ? { ok: false, id: items[i]!.id, error: r.toWire() } : { ok: true, ...r(out) }));
   }
 
   fail(input: FailInput, fx: Effects): Reply<FailReply> {

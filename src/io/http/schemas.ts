@@ -141,6 +141,19 @@ export const BulkResult = Type.Object(
   { $id: 'BulkResult' },
 );
 
+export const AckResult = Type.Object(
+  {
+    succeeded: Type.Array(
+      Type.Object({ index: Type.Integer({ description: 'the item position in the request' }), id: Uuid, status: Type.Literal('completed'), completed_at: DateTime }),
+    ),
+    failed: Type.Array(Type.Object({ index: Type.Integer(), id: Uuid, error: ErrorBody })),
+    total: Type.Integer(),
+    success_count: Type.Integer(),
+    failure_count: Type.Integer(),
+  },
+  { $id: 'AckResult' },
+);
+
 export const StatusCounts = Type.Object(Object.fromEntries(JOB_STATUSES.map((st) => [st, Count])), { $id: 'StatusCounts' });
 
 export const JobStatusLine = Type.Object(

@@ -1,12 +1,12 @@
 // Job routes (REST adapter): enqueue (one or bulk), get, claim, complete, fail, heartbeat, progress, cancel,
 // priority, retry, explain. The operations are src/app/jobs.ts; here: the OpenAPI doc and presentation.
 import Type, { type TObject, type TSchema } from 'typebox';
-import { BULK_MAX, BulkBody, ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody, JobDefinition, PriorityBody, ProgressBody, type Enqueued } from '../../../app/jobs.js';
+import { ACK_MAX, BULK_MAX, BulkBody, ClaimBody, CompleteBody, CompleteManyBody, EnqueueBody, FailBody, HeartbeatBody, JobDefinition, PriorityBody, ProgressBody, type Enqueued } from '../../../app/jobs.js';
 import { idOf, QueueName } from '../../../app/fields.js';
 import type { App } from '../../../app/app.js';
 import type { ErrorCode } from '../../../errors.js';
 import { presentJob, presentTimes } from '../../present.js';
-import { BulkResult, ClaimedJobs, CreatedJob, Job, JobCancelled, JobCompleted, JobExplanation, JobFailed, JobPriority, JobProgress, LeaseExtended } from '../schemas.js';
+import { AckResult, BulkResult, ClaimedJobs, CreatedJob, Job, JobCancelled, JobCompleted, JobExplanation, JobFailed, JobPriority, JobProgress, LeaseExtended } from '../schemas.js';
 import type { Request, Response, Route } from '../router.js';
 
 const jobId = (req: Request): string => idOf('Job', req.params.id!);
@@ -43,6 +43,10 @@ export function jobRoutes(app: App): Route[] {
       status: 200,
       body: presentTimes(await jobs.complete(org(req), jobId(req), CompleteBody(req.body))),
     }),
+    completeMany: async (req: Request): Promise<Response> => {
+      const out = await jobs.completeMany(org(req), CompleteManyBody(req.body));
+      return { status: 200, body: { ...out, succeeded: out.succeeded.map(presentTimes) } };
+    },
     fail: async (req: Request): Promise<Response> => ({ status: 200, body: presentTimes(await jobs.fail(org(req), jobId(req), FailBody(req.body))) }),
     heartbeat: async (req: Request): Promise<Response> => ({
       status: 200,
@@ -100,6 +104,21 @@ export function jobRoutes(app: App): Route[] {
         body: CompleteBody.schema,
         responses: ok('Completed', JobCompleted),
         errors: ['LEASE_EXPIRED', 'JOB_CANCELLED', 'SHARD_MOVED'],
+      },
+    },
+    {
+      method: 'POST',
+      path: '/api/v1/jobs/complete',
+      permission: 'jobs:write',
+      handler: handlers.completeMany,
+      doc: {
+        operationId: 'completeJobs',
+        summary: `Complete up to ${ACK_MAX} claimed jobs at once (a batch acknowledgement)`,
+        description:
+          'Each item completes as POST /jobs/{id}/complete would, or fails alone (a stale lease, a job cancelled under this worker, an unknown id): ' +
+          'the answer lists both, by the item position. worker_id at the top is the default of the items.',
+        body: CompleteManyBody.schema,
+        responses: ok('Per-item outcome: succeeded [{index, id, status, completed_at}], failed [{index, id, error}]', AckResult),
       },
     },
     {
