@@ -20,8 +20,10 @@ export interface Config {
   readonly actorThreads: number;
   readonly defaultMaxRetries: number;
   readonly defaultTimeoutSeconds: number;
-  /** Connections per actor thread (one commits, the others load actors) and for the main thread. */
+  /** Connections per actor thread (its commits in flight, and actors loading) and for the main thread. */
   readonly pgPoolSize: number;
+  /** Group commits each actor thread keeps in flight at once (1: one at a time). */
+  readonly commitPipeline: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** text: one human line per event; json: one JSON object per line (log shippers). */
   readonly logFormat: 'text' | 'json';
@@ -128,6 +130,7 @@ export function loadConfig(env: Env = process.env): Config {
     defaultMaxRetries: int('DEFAULT_MAX_RETRIES', 3, 0, 100),
     defaultTimeoutSeconds: int('DEFAULT_TIMEOUT_SECONDS', 300, 5, 3600),
     pgPoolSize: int('PG_POOL_SIZE', 4, 2, 100),
+    commitPipeline: int('COMMIT_PIPELINE', 2, 1, 8),
     logLevel: oneOf('LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
     logFormat: oneOf('LOG_FORMAT', 'text', ['text', 'json'] as const),
     jwtSecret: env.JWT_SECRET ? env.JWT_SECRET : null,

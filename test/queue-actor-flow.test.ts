@@ -5,10 +5,10 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { JobIds } from '../src/actors/ids.js';
 import { QueueActor, type EnqueueInput, type LiveJob, type QueueConfig } from '../src/actors/queue/queue-actor.js';
-import type { CommitOutput, DomainEvent, Effects, JournalRecord, QueueState } from '../src/actors/records.js';
+import type { CommitResult, DomainEvent, Effects, JournalRecord, QueueState } from '../src/actors/records.js';
 
 /** A commit that returned nothing: for replies that read nothing from it. */
-const EMPTY: CommitOutput = { rows: new Map(), inserted: new Set() };
+const EMPTY: CommitResult = { rows: new Map(), inserted: new Set() };
 
 type Claimed = { id: string; lease_id: string; key: string | null };
 
@@ -40,8 +40,8 @@ function harness(config: Partial<QueueConfig> = {}, live: Omit<LiveJob, 'ver'>[]
   };
   const actor = new QueueActor('org', 'q', { retryUnitMs: 1000, defaultMaxRetries: 3, defaultTimeoutSeconds: 60 }, queue, live, now);
   const keyOf = new Map<string, string | null>();
-  const commit = (): CommitOutput => {
-    const out: CommitOutput = { rows: new Map(), inserted: new Set() };
+  const commit = (): CommitResult => {
+    const out: CommitResult = { rows: new Map(), inserted: new Set() };
     for (const r of records) {
       if (r.kind === 'insert') {
         out.inserted.add(r.job.id);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { JobIds } from '../src/actors/ids.js';
 import { backoffMs, QueueActor, type EnqueueInput } from '../src/actors/queue/queue-actor.js';
-import type { CommitOutput, DomainEvent, Effects, JournalRecord } from '../src/actors/records.js';
+import type { CommitResult, DomainEvent, Effects, JournalRecord } from '../src/actors/records.js';
 
 function harness() {
   const records: JournalRecord[] = [];
@@ -20,8 +20,8 @@ function harness() {
   };
   const actor = new QueueActor('org', 'q', { retryUnitMs: 1000, defaultMaxRetries: 3, defaultTimeoutSeconds: 60 }, null);
   /** What a commit of everything so far would hand back: every returning update's row, every insert. */
-  const commit = (): CommitOutput => {
-    const out: CommitOutput = { rows: new Map(), inserted: new Set() };
+  const commit = (): CommitResult => {
+    const out: CommitResult = { rows: new Map(), inserted: new Set() };
     for (const r of records) {
       if (r.kind === 'insert') out.inserted.add(r.job.id);
       if (r.kind === 'update' && r.returning) out.rows.set(r.id, { id: r.id, lease_id: r.state.lease_id });
@@ -102,7 +102,7 @@ describe('QueueActor', () => {
 
   test('a waiter gets the next job in the same batch as its insert', () => {
     const h = harness();
-    const answered: Array<(o: CommitOutput) => { jobs: unknown[] }> = [];
+    const answered: Array<(o: CommitResult) => { jobs: unknown[] }> = [];
     assert.equal(h.actor.claim({ worker_id: 'w', limit: 1, lease_duration_secs: null }, h.fx), null);
     h.actor.addWaiter({ input: { worker_id: 'w', limit: 1, lease_duration_secs: null }, respond: (r) => answered.push(r) });
     h.actor.enqueue(h.input(), h.fx);
@@ -202,7 +202,7 @@ describe('QueueActor: blocked workflow jobs', () => {
   test('a release feeds a parked long-poll claim', () => {
     const h = blockedHarness();
     h.blocked(ID(1));
-    const answered: Array<(o: CommitOutput) => { jobs: unknown[] }> = [];
+    const answered: Array<(o: CommitResult) => { jobs: unknown[] }> = [];
     assert.equal(h.actor.claim({ worker_id: 'w', limit: 1, lease_duration_secs: null }, h.fx), null);
     h.actor.addWaiter({ input: { worker_id: 'w', limit: 1, lease_duration_secs: null }, respond: (r) => answered.push(r) });
     h.actor.release([ID(1)], h.fx);

@@ -103,11 +103,17 @@ export type JournalRecord =
       onlyFrom?: JobStatus[];
     };
 
-/** What a commit hands back to the replies waiting on it. */
+/** What a commit hands back to the replies waiting on it (read-only: a reply may see several commits' output). */
 export interface CommitOutput {
   /** Rows asked for with `returning`, by job id. */
-  rows: Map<string, Record<string, unknown>>;
+  rows: Pick<Map<string, Record<string, unknown>>, 'get'>;
   /** Ids whose insert took place (an idempotency conflict skips it). */
+  inserted: Pick<Set<string>, 'has'>;
+}
+
+/** One commit's output as the store returns it. */
+export interface CommitResult {
+  rows: Map<string, Record<string, unknown>>;
   inserted: Set<string>;
 }
 

@@ -114,10 +114,11 @@ export class ActorHost {
         return clock.now();
       },
       write: (rec: JournalRecord) => host.journal.write(host.currentKey, rec, host.currentToken),
-      emit: (event: DomainEvent) => host.journal.emit(event, host.currentToken),
+      emit: (event: DomainEvent) => host.journal.emit(host.currentKey, event, host.currentToken),
       newJobId: () => ids.next(clock.now()),
     };
     this.journal = new Journal({
+      depth: config.commitPipeline,
       commit: (records, actors) => commitBatch(o.store, records, this.fence(actors)),
       failure: (err) => {
         if (!(err instanceof FencedError)) return new AppError('UNAVAILABLE', 'The store did not accept the write; nothing was changed');
@@ -271,11 +272,12 @@ export class ActorHost {
   }
 
   /**
-   * Answers once everything written so far is committed. The reply runs as `actor` (when given): the work it
-   * does after the commit is that actor's.
+   * Answers once everything its actor wrote so far is committed. The reply runs as `actor` (when given): the work
+   * it does after the commit is that actor's.
    */
   private replyAfterCommit<T>(id: number, reply: Reply<T>, token: Token, as: { key: string; actor: QueueActor } | null): void {
     this.journal.after(
+      as?.key ?? this.currentKey,
       {
         ok: (out) => {
           try {
@@ -367,7 +369,7 @@ export class ActorHost {
       if (slot && 'actor' in slot && slot.actor instanceof QueueActor) {
         for (const w of slot.actor.drainWaiters()) w.respond(EMPTY_CLAIM);
       }
-      const settled = new Promise<void>((resolve) => this.journal.after({ ok: () => resolve(), fail: () => resolve() }, 0));
+      const settled = new Promise<void>((resolve) => this.journal.after(null, { ok: () => resolve(), fail: () => resolve() }, 0));
       this.settling.set(key, settled);
       void settled.then(() => {
         if (this.settling.get(key) === settled) this.settling.delete(key);

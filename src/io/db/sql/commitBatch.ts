@@ -6,7 +6,7 @@
 // go out as three multi-row CTEs over unnest() arrays: one round trip and one implicit transaction, however
 // large the group. On this machine a one-row INSERT per transaction peaks near 6,800/s while 100-row
 // statements reach ~65,000 rows/s; this is where group commit gets its numbers.
-import type { CommitOutput, ErrorEntry, JobRow, JobState, JournalRecord, Progress, QueueState } from '../../../actors/records.js';
+import type { CommitResult, ErrorEntry, JobRow, JobState, JournalRecord, Progress, QueueState } from '../../../actors/records.js';
 import type { Store } from '../store.js';
 
 /**
@@ -38,7 +38,7 @@ interface Update {
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
 
-export async function commitBatch(store: Store, records: readonly JournalRecord[], fence: Fence | null = null): Promise<CommitOutput> {
+export async function commitBatch(store: Store, records: readonly JournalRecord[], fence: Fence | null = null): Promise<CommitResult> {
   const queues = new Map<string, { organization_id: string; name: string; state: QueueState | null }>();
   const inserts = new Map<string, { row: JobRow; conflictKey: boolean; progress?: Progress }>();
   const usage = new Map<string, { organization_id: string; day: string; jobs_created: number }>();
@@ -225,7 +225,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   const shape = `commit_${fence !== null ? 'f' : ''}${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${usage.size > 0 ? 'n' : ''}${keyed.length > 0 ? 'k' : ''}${inserts.size > 0 ? 'i' : ''}${updates.size > 0 ? 'u' : ''}`;
   const result = await store.query<{ k: string; id: string; row: Record<string, unknown> | null }>(sql, params, shape);
 
-  const out: CommitOutput = { rows: new Map(), inserted: new Set() };
+  const out: CommitResult = { rows: new Map(), inserted: new Set() };
   if (result.some((r) => r.k === 'f')) throw new FencedError(fence!.shards);
   for (const r of result) {
     if (r.k === 'i') out.inserted.add(r.id);
