@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
 import { credentials, Metadata, type Client, type ServiceError } from '@grpc/grpc-js';
@@ -29,9 +31,9 @@ interface Proc {
   env: Record<string, string>;
 }
 
-async function spawn(store: StoreLocation, key: string | null, ports?: { http: string; grpc: string; cluster: string }): Promise<Proc> {
+async function spawn(store: StoreLocation, key: string | null, ports?: { http: string; grpc: string; cluster: string }, extra: Record<string, string> = {}): Promise<Proc> {
   const p = ports ?? { http: String(await freePort()), grpc: String(await freePort()), cluster: String(await freePort()) };
-  const env = { ...store.env, ...CLUSTER_ENV, PORT: p.http, GRPC_PORT: p.grpc, CLUSTER_PORT: p.cluster, ACTOR_THREADS: '1' };
+  const env = { ...store.env, ...CLUSTER_ENV, PORT: p.http, GRPC_PORT: p.grpc, CLUSTER_PORT: p.cluster, ACTOR_THREADS: '1', ...extra };
   const { child, url } = await spawnNode(env);
   const k = key ?? fs.readFileSync(path.join(store.env.DATA_DIR!, 'default-api-key'), 'utf8').trim();
   const grpc = new v1.QueueService(`127.0.0.1:${p.grpc}`, credentials.createInsecure()) as Client & Json;
@@ -53,6 +55,17 @@ async function stop(p: Proc, signal: NodeJS.Signals): Promise<void> {
   const exited = new Promise((r) => p.child.once('exit', r));
   p.child.kill(signal);
   await exited;
+}
+
+async function query<T = Json>(store: StoreLocation, sql: string, params: unknown[] = []): Promise<T[]> {
+  const pg = await import('pg');
+  const c = new pg.default.Client(store.env.DATABASE_URL);
+  await c.connect();
+  try {
+    return (await c.query(sql, params)).rows as T[];
+  } finally {
+    await c.end();
+  }
 }
 
 /** node id → live shard count, and the owner of each shard. */
@@ -416,5 +429,89 @@ test('a rolling restart of three nodes under load: nothing lost, and no error at
   } finally {
     for (const p of procs) await stop(p, 'SIGKILL');
     await store.dispose();
+  }
+});
+
+test('webhook deliveries of a node killed with -9 are adopted by the leader and each event is delivered once', { skip, timeout: 180_000 }, async () => {
+  // The receiver refuses every attempt while the sender lives, then accepts; it counts, per event id, the
+  // attempts that reached it and those it accepted.
+  const seen = new Map<string, { job: string; attempts: number; accepted: number }>();
+  let accepting = false;
+  const receiver = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (c) => (raw += c));
+    req.on('end', () => {
+      const body = JSON.parse(raw) as Json;
+      const e = seen.get(body.id) ?? { job: body.data.job_id, attempts: 0, accepted: 0 };
+      seen.set(body.id, e);
+      e.attempts++;
+      if (accepting) e.accepted++;
+      res.statusCode = accepting ? 200 : 500;
+      res.end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+  const store = await freshStore();
+  const procs: Proc[] = [];
+  // Attempts 2… wait 5, 10… s: the dead node's next attempt is far off when it is killed, so nothing it sent can
+  // reach the receiver once it accepts.
+  const env = { WEBHOOK_RETRY_UNIT_MS: '5000' };
+  try {
+    procs.push(await spawn(store, null, undefined, env));
+    const key = procs[0]!.api.key;
+    procs.push(await spawn(store, key, undefined, env), await spawn(store, key, undefined, env));
+    await until('three nodes share the shards', async () => (await shardMap(procs[0]!.api, store)).byNode.size === 3, 20_000);
+    const hook = await procs[0]!.api.post('/api/v1/outgoing-webhooks', { name: 'adopted', url, events: ['job.created'] });
+    assert.equal(hook.status, 201, JSON.stringify(hook.body));
+
+    // The victim leads: a new leader must take the lead, then adopt what the victim was sending.
+    const leaderOf = async () => (await query<{ owner: string }>(store, `SELECT owner::text AS owner FROM shards WHERE shard = -1 AND lease_until > now()`))[0]?.owner;
+    const leaderId = (await leaderOf())!;
+    const map = await shardMap(procs[0]!.api, store);
+    const victim = procs.find((p) => map.address.get(p.clusterAddress) === leaderId)!;
+    const other = procs.find((p) => p !== victim)!;
+    const org = (await other.api.get('/api/v1/auth/me')).body.organization_id as string;
+    // Jobs of queues whose shard the victim owns, enqueued through another node: their job.created events are
+    // committed, and their deliveries sent, by the victim.
+    const jobs: string[] = [];
+    for (let i = 0; jobs.length < 20 && i < 1_000; i++) {
+      const q = `hooked-${i}`;
+      if (map.owner.get(shardOf(actorKey(org, q), SHARDS)) !== leaderId) continue;
+      jobs.push((await other.api.enqueue({ queue_name: q, payload: { i } })).id);
+      // The first waits to be attempted: every node has dropped its cached endpoints by then.
+      if (jobs.length === 1) await until('a first attempt', async () => seen.size === 1, 10_000);
+    }
+    assert.equal(jobs.length, 20);
+    const attempted = () => new Set([...seen.values()].filter((e) => e.attempts > 0).map((e) => e.job));
+    await until('every event attempted (and refused)', async () => jobs.every((j) => attempted().has(j)), 15_000);
+    const before = await query<{ node_id: string; status: string }>(store, `SELECT node_id::text AS node_id, status FROM webhook_deliveries`);
+    assert.equal(before.length, 20);
+    assert.ok(before.every((d) => d.status === 'pending' && d.node_id === leaderId), 'the victim holds every delivery, pending');
+
+    const exited = new Promise((r) => victim.child.once('exit', r));
+    victim.child.kill('SIGKILL');
+    await exited;
+    accepting = true;
+    const started = Date.now();
+    await until('every event accepted', async () => [...seen.values()].every((e) => e.accepted > 0), 60_000);
+    const adoptedIn = Date.now() - started;
+    await until('every delivery closed', async () => (await query(store, `SELECT 1 FROM webhook_deliveries WHERE status <> 'success'`)).length === 0, 15_000);
+    // Two more adoption rounds (one per CLUSTER_LEASE_MS): a second sender of any delivery would show by then.
+    await sleep(4_500);
+
+    assert.deepEqual([...new Set([...seen.values()].map((e) => e.job))].sort(), [...jobs].sort(), 'one event per job');
+    assert.deepEqual([...seen.values()].filter((e) => e.accepted !== 1), [], 'each event accepted once');
+    const newLeader = await leaderOf();
+    assert.ok(newLeader && newLeader !== leaderId, 'another node leads');
+    const after = await query<{ node_id: string; attempts: number }>(store, `SELECT node_id::text AS node_id, attempts FROM webhook_deliveries`);
+    assert.ok(after.every((d) => d.node_id === newLeader), 'the new leader adopted every delivery');
+    assert.ok(after.every((d) => d.attempts >= 2), 'resumed after the attempts already made');
+    console.log(`deliveries adopted and accepted ${adoptedIn} ms after the kill`);
+  } finally {
+    for (const p of procs) await stop(p, 'SIGKILL');
+    await store.dispose();
+    receiver.closeAllConnections();
+    await new Promise((r) => receiver.close(r));
   }
 });
