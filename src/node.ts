@@ -75,6 +75,8 @@ export interface SluiceNode {
   readonly port: number;
   /** The port the gRPC API listens on. */
   readonly grpcPort: number;
+  /** This node's id in the cluster's registry (the owner named in the shards table). */
+  readonly nodeId: string;
   readonly store: Store;
   readonly pool: ActorPool;
   /** The background sweep of finished jobs past their plan's retention window. */
@@ -311,6 +313,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       url: `http://${host}:${port}`,
       port,
       grpcPort,
+      nodeId: c.nodeId,
       store,
       pool: p,
       retention,

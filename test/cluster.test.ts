@@ -1,11 +1,16 @@
 // Several nodes on one PostgreSQL database, in this process: the shards are shared out, any node takes any
-// request and forwards it to the shard's owner, and two nodes racing for one queue hand each job out once.
-// The crash, deposed-owner and rolling-restart runs are in cluster-failover.test.ts (separate processes).
+// request and forwards it to the shard's owner, and two nodes racing for one queue hand each job out once;
+// a long poll and the gRPC streams stay on the node the client is connected to and are fed by the owner.
+// The crash, deposed-owner, rolling-restart and delivery-adoption runs are in cluster-failover.test.ts
+// (separate processes).
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { credentials, Metadata, type Client, type ClientDuplexStream, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
 import { loadConfig } from '../src/config.js';
+import { loadQueueV1 } from '../src/io/grpc/proto.js';
+import { actorKey, shardOf } from '../src/runtime/shard.js';
 import { startNode, type SluiceNode } from '../src/node.js';
 import { planLimit } from '../src/actors/org/plans.js';
 import { Api, CLUSTER_ENV, freshStore, sleep, startTestNode, STORE, type StoreLocation, type TestNode } from './helpers.js';
@@ -211,7 +216,7 @@ describe('two nodes on one database', { skip }, () => {
   });
 });
 
-describe('three nodes: the cluster-wide tasks run once', { skip }, () => {
+describe('three nodes: the cluster-wide tasks run once; long polls and gRPC streams are fed by the owner', { skip }, () => {
   let store: StoreLocation;
   let a: TestNode;
   const others: SluiceNode[] = [];
@@ -236,7 +241,11 @@ describe('three nodes: the cluster-wide tasks run once', { skip }, () => {
     a = await startTestNode({ store, env: CLUSTER_ENV });
     for (let i = 0; i < 2; i++) others.push(await startNode({ config: loadConfig(a.env) }));
     apis = [a.api, ...others.map((n) => new Api(n.url, a.api.key))];
-    await until('three nodes share the shards', async () => (await owners(a)).size === 3);
+    // Shared out for good (every shard held, none over its fair share of 86), so no shard moves under the tests.
+    await until('three nodes share the shards', async () => {
+      const m = await owners(a);
+      return m.size === 3 && [...m.values()].reduce((x, y) => x + y, 0) === 256 && [...m.values()].every((n) => n <= 86);
+    });
   });
   after(async () => {
     for (const n of others) await n.stop();
@@ -257,6 +266,85 @@ describe('three nodes: the cluster-wide tasks run once', { skip }, () => {
     assert.equal(new Set(runs.map((r) => r.scheduled_for)).size, runs.length, 'one run per fire time');
     const jobs = await a.node.store.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE queue_name = 'ticks'`);
     assert.equal(jobs[0]!.n, runs.length, 'one job per fire time');
+  });
+
+  /** A queue name (with `prefix`) whose shard `owner` holds. */
+  async function queueOwnedBy(owner: SluiceNode, prefix: string): Promise<string> {
+    const org = (await apis[0]!.get('/api/v1/auth/me')).body.organization_id as string;
+    const rows = await a.node.store.query<{ shard: number }>(`SELECT shard FROM shards WHERE owner = $1 AND lease_until > now()`, [owner.nodeId]);
+    const held = new Set(rows.map((r) => r.shard));
+    const shards = loadConfig(a.env).shardCount;
+    for (let i = 0; ; i++) if (held.has(shardOf(actorKey(org, `${prefix}-${i}`), shards))) return `${prefix}-${i}`;
+  }
+
+  test('a long poll parked through one node for a queue another node owns is answered when a job is enqueued through the third, or through the owner', { timeout: 60_000 }, async () => {
+    const [nodeA, nodeB] = [a.node, others[0]!];
+    for (const [via, name] of [[apis[2]!, 'the third node'], [apis[1]!, 'the owner']] as const) {
+      const queue = await queueOwnedBy(nodeB, via === apis[1] ? 'parked-owner' : 'parked-third');
+      const started = Date.now();
+      const poll = apis[0]!.post('/api/v1/jobs/claim', { queue_name: queue, worker_id: 'lp', wait_ms: 20_000 });
+      let answered = false;
+      void poll.then(() => (answered = true));
+      await sleep(300); // the poll reaches the owner and parks there (it would answer [] only after 20 s)
+      assert.equal(answered, false, 'nothing to claim yet: the poll waits');
+      const sent = Date.now();
+      const job = await via.enqueue({ queue_name: queue, payload: { via: name } });
+      const r = await poll;
+      const latency = Date.now() - sent;
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.deepEqual(r.body.jobs.map((j: { id: string }) => j.id), [job.id], `enqueued through ${name}`);
+      // Forwarded twice (A → B for the poll, C → B for the enqueue), answered at the enqueue's commit.
+      assert.ok(latency < 1_000, `answered ${latency} ms after the enqueue through ${name} was sent (parked ${sent - started} ms)`);
+      assert.notEqual(nodeA.nodeId, nodeB.nodeId);
+    }
+  });
+
+  test('gRPC streams connected to one node are fed the jobs of a queue another node owns', { timeout: 60_000 }, async () => {
+    const v1 = loadQueueV1();
+    const client = new v1.QueueService(`127.0.0.1:${a.node.grpcPort}`, credentials.createInsecure()) as Client & Record<string, any>;
+    const md = new Metadata();
+    md.set('x-api-key', a.api.key);
+    const unary = (method: string, req: object) =>
+      new Promise<any>((resolve, reject) => client[method](req, md, (err: ServiceError | null, res: unknown) => (err ? reject(err) : resolve(res))));
+    try {
+      // StreamJobs on A, the queue on B, the jobs enqueued through C; completed through A (forwarded to B).
+      const streamed = await queueOwnedBy(others[0]!, 'streamed');
+      const stream = client.StreamJobs({ queueName: streamed, workerId: 'sw', batchSize: 2 }, md) as ClientReadableStream<any>;
+      const got: any[] = [];
+      stream.on('data', (j) => got.push(j));
+      stream.on('error', () => {});
+      const ids: string[] = [];
+      for (let i = 0; i < 5; i++) ids.push((await apis[2]!.enqueue({ queue_name: streamed, payload: { i } })).id);
+      await until('five jobs down the stream', async () => got.length >= 5);
+      assert.deepEqual(got.map((j) => j.id).sort(), [...ids].sort());
+      for (const j of got) {
+        assert.equal(j.status, 'processing');
+        assert.equal((await unary('Complete', { jobId: j.id, workerId: 'sw', leaseId: j.leaseId })).status, 'completed');
+      }
+      stream.cancel();
+
+      // ProcessJobs on A: claims of a queue on B fed by enqueues through C, completes acknowledged on the stream.
+      const processed = await queueOwnedBy(others[0]!, 'processed');
+      const duplex = client.ProcessJobs(md) as ClientDuplexStream<any, any>;
+      const down: any[] = [];
+      duplex.on('data', (m) => down.push(m));
+      duplex.on('error', () => {});
+      duplex.write({ ref: 'c', claim: { queueName: processed, workerId: 'pw', batchSize: 3 } });
+      await sleep(100); // the claim parks on B first, so the enqueues feed it there
+      const more: string[] = [];
+      for (let i = 0; i < 3; i++) more.push((await apis[2]!.enqueue({ queue_name: processed, payload: { i } })).id);
+      await until('three jobs down the stream', async () => down.filter((m) => m.job).length >= 3);
+      const jobs = down.filter((m) => m.job).map((m) => m.job);
+      assert.deepEqual(jobs.map((j) => j.id).sort(), [...more].sort());
+      for (const j of jobs) duplex.write({ ref: `done-${j.id}`, complete: { jobId: j.id, workerId: 'pw', leaseId: j.leaseId } });
+      await until('three acknowledgements', async () => down.filter((m) => m.ack).length >= 3);
+      assert.deepEqual(down.filter((m) => m.ack).map((m) => [m.ack.code, m.ack.complete?.status]), [[0, 'completed'], [0, 'completed'], [0, 'completed']]);
+      duplex.end();
+      const st = await apis[1]!.get(`/api/v1/queues/${processed}/stats`);
+      assert.equal(st.body.completed, 3);
+    } finally {
+      client.close();
+    }
   });
 
   test('a webhook event is delivered once, whichever node caused it', { timeout: 60_000 }, async () => {

@@ -15,6 +15,9 @@ test('defaults', () => {
   assert.equal(c.defaultMaxRetries, 3);
   assert.equal(c.defaultTimeoutSeconds, 300);
   assert.equal(c.production, false);
+  // Many nodes: a node that stops renewing loses its shards 10 s after its last renewal (issue 11).
+  assert.equal(c.clusterLeaseMs, 10_000);
+  assert.equal(c.shardCount, 256);
   assert.ok(c.actorThreads >= 1);
   assert.ok(Object.isFrozen(c));
 });

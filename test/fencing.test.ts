@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { JobRow, JournalRecord } from '../src/actors/records.js';
+import { loadConfig } from '../src/config.js';
 import { acquireShards } from '../src/io/db/sql/acquireShards.js';
 import { commitBatch, FencedError } from '../src/io/db/sql/commitBatch.js';
 import { ensureShards } from '../src/io/db/sql/ensureShards.js';
@@ -155,6 +156,23 @@ describe('shard leases', () => {
     const view = await readCluster(store, 60_000);
     assert.ok(view.nodes.some((nd) => nd.id === X && nd.address === 'x:1'));
     assert.ok(view.shards.filter((s) => s.shard >= 200000).every((s) => s.owner === Y));
+  });
+
+  test('a node started with the defaults holds each shard for CLUSTER_LEASE_MS (10 s) from its last renewal, no longer', async () => {
+    const config = loadConfig(n.env);
+    assert.equal(config.clusterLeaseMs, 10_000, 'the node under test runs with the default');
+    const [row] = await store.query<{ n: number; soonest: number; latest: number }>(
+      `SELECT count(*)::int AS n,
+              (extract(epoch FROM min(lease_until) - now()) * 1000)::float8 AS soonest,
+              (extract(epoch FROM max(lease_until) - now()) * 1000)::float8 AS latest
+         FROM shards WHERE owner = $1 AND shard BETWEEN 0 AND $2`,
+      [n.node.nodeId, config.shardCount - 1],
+    );
+    assert.equal(row!.n, config.shardCount);
+    // Renewed every CLUSTER_LEASE_MS / 4: a lease ends at most 10 s from now (what a dead node keeps them for),
+    // and not sooner than one round less (with a second of slack for a slow machine).
+    assert.ok(row!.latest <= config.clusterLeaseMs + 100, `a lease runs ${row!.latest} ms more`);
+    assert.ok(row!.soonest >= config.clusterLeaseMs * 0.75 - 1_000, `a lease runs only ${row!.soonest} ms more`);
   });
 
   test('the shard count is fixed by the first node', async () => {

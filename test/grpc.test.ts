@@ -1,12 +1,15 @@
 // The gRPC API with a real grpc-js client loaded from proto/queue/v1/queue.proto: the job lifecycle (enqueue,
 // dequeue, complete, fail to retry and to the DLQ, stale leases, lease renewal), GetJob and GetQueueStats,
 // both streams, WorkerService, authentication (API keys only), permissions, quotas as RESOURCE_EXHAUSTED with
-// their details, invalid input, tenant isolation, and a node that stops with a stream open.
+// their details, invalid input, tenant isolation, a node that stops with a stream open; and flow control:
+// busiest keys in GetQueueStats, ExplainJob (the REST answer), debounce and idempotency windows on Enqueue
+// (manual clock).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { credentials, Metadata, status, type Client, type ClientDuplexStream, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
+import { ManualClock } from '../src/clock.js';
 import { fromStruct, fromValue, loadQueueV1, toStruct, toValue } from '../src/io/grpc/proto.js';
-import { sleep, startTestNode, type TestNode } from './helpers.js';
+import { Api, sleep, startTestNode, type TestNode } from './helpers.js';
 import { insertKey } from './http-assert.js';
 
 const v1 = loadQueueV1();
@@ -191,6 +194,28 @@ describe('gRPC QueueService', () => {
     assert.ok(Number(st.oldestPendingAgeSeconds) >= 0);
     await rejectsWith(g.q('GetQueueStats', { queueName: 'nope' }), status.NOT_FOUND);
     await rejectsWith(g.q('GetQueueStats', { queueName: '' }), status.INVALID_ARGUMENT);
+  });
+
+  test('GetQueueStats lists the busiest concurrency keys, as REST does', async () => {
+    const { g, key } = await org();
+    for (let i = 0; i < 5; i++) await g.q('Enqueue', { queueName: 'busy', payload: toStruct({ i }), concurrencyKey: 'big' });
+    for (let i = 0; i < 2; i++) await g.q('Enqueue', { queueName: 'busy', payload: toStruct({ i }), concurrencyKey: 'small' });
+    await g.q('Enqueue', { queueName: 'busy', payload: toStruct({}) });
+    const [claimed] = (await g.q('Dequeue', { queueName: 'busy', workerId: 'w1', batchSize: 1 })).jobs;
+    assert.equal(claimed.concurrencyKey, 'big');
+    const st = await g.q('GetQueueStats', { queueName: 'busy' });
+    assert.deepEqual(st.busiestKeys, [
+      { key: 'big', processing: '1', waiting: '4' },
+      { key: 'small', processing: '0', waiting: '2' },
+    ]);
+    const rest = await n.api.as(key).get('/api/v1/queues/busy/stats');
+    assert.deepEqual(
+      st.busiestKeys.map((k: Json) => ({ key: k.key, processing: Number(k.processing), waiting: Number(k.waiting) })),
+      rest.body.busiest_keys,
+    );
+    const { g: plain } = await org();
+    await plain.q('Enqueue', { queueName: 'keyless', payload: toStruct({}) });
+    assert.deepEqual((await plain.q('GetQueueStats', { queueName: 'keyless' })).busiestKeys, []);
   });
 
   test('StreamJobs delivers jobs enqueued after it started, each under a lease, and ends on cancel', async () => {
@@ -444,6 +469,131 @@ describe('gRPC WorkerService', () => {
     assert.equal(gone.workerId, 'gw-1');
     await rejectsWith(g.w('Deregister', { workerId: 'gw-1' }), status.NOT_FOUND);
     assert.equal((await n.api.as(key).get('/api/v1/organizations/usage')).body.usage.workers.current, 1);
+  });
+});
+
+describe('gRPC flow control with a manual clock', () => {
+  const clock = new ManualClock(Date.UTC(2030, 0, 1, 12));
+  let m: TestNode;
+  let g: Grpc;
+  before(async () => {
+    m = await startTestNode({ clock });
+    g = new Grpc(m.node.grpcPort, m.node.bootstrapKey);
+  });
+  after(async () => {
+    g?.close();
+    await m?.stop();
+  });
+
+  test('Enqueue with debounce: 50 jobs with one key within 1 s run once, with the last payload', async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 50; i++) {
+      const r = await g.q('Enqueue', { queueName: 'deb', payload: toStruct({ n: i }), debounce: { key: 'user-1', delayMs: 2_000 } });
+      assert.equal(r.created, i === 0, `enqueue ${i}`);
+      ids.add(r.job.id);
+      await clock.advance(20);
+    }
+    assert.equal(ids.size, 1);
+    assert.deepEqual((await g.q('Dequeue', { queueName: 'deb', workerId: 'w1', batchSize: 10 })).jobs, [], 'the trailing edge has not come');
+    await clock.advance(2_000);
+    const { jobs } = await g.q('Dequeue', { queueName: 'deb', workerId: 'w1', batchSize: 10 });
+    assert.equal(jobs.length, 1);
+    assert.deepEqual(fromStruct(jobs[0].payload), { n: 49 });
+    const rows = await m.node.store.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE queue_name = 'deb'`);
+    assert.equal(rows[0]!.n, 1);
+  });
+
+  test('Enqueue with debounce: maxDelayMs bounds the push; 0 means no bound', async () => {
+    const debounce = { key: 'k', delayMs: 500, maxDelayMs: 1_000 };
+    const first = await g.q('Enqueue', { queueName: 'deb-max', payload: toStruct({ n: 0 }), debounce });
+    for (let i = 1; i <= 5; i++) {
+      await clock.advance(300);
+      const r = await g.q('Enqueue', { queueName: 'deb-max', payload: toStruct({ n: i }), debounce });
+      assert.equal(r.job.id, first.job.id);
+    }
+    const job = (await g.q('GetJob', { jobId: first.job.id })).job;
+    assert.equal(Date.parse(job.scheduledAt), Date.parse(first.job.createdAt) + 1_000);
+    const { jobs } = await g.q('Dequeue', { queueName: 'deb-max', workerId: 'w1', batchSize: 1 });
+    assert.equal(jobs.length, 1, 'due at the bound, though jobs kept coming');
+    assert.deepEqual(fromStruct(jobs[0].payload), { n: 5 });
+
+    const unbounded = { key: 'u', delayMs: 500, maxDelayMs: 0 };
+    const u = await g.q('Enqueue', { queueName: 'deb-unbounded', payload: toStruct({ n: 0 }), debounce: unbounded });
+    for (let i = 1; i <= 5; i++) {
+      await clock.advance(300);
+      await g.q('Enqueue', { queueName: 'deb-unbounded', payload: toStruct({ n: i }), debounce: unbounded });
+    }
+    const pushed = (await g.q('GetJob', { jobId: u.job.id })).job;
+    assert.equal(Date.parse(pushed.scheduledAt), Date.parse(u.job.createdAt) + 5 * 300 + 500, 'pushed past 1 s: no bound');
+    await rejectsWith(g.q('Enqueue', { queueName: 'deb-bad', payload: toStruct({}), debounce: { key: 'b', delayMs: 500, maxDelayMs: 100 } }), status.INVALID_ARGUMENT, /debounce\.max_delay_ms/);
+  });
+
+  test('Enqueue with idempotencyTtlSecs: the key frees itself after the window, even for a finished job', async () => {
+    const a = await g.q('Enqueue', { queueName: 'idem-a', payload: toStruct({}), idempotencyKey: 'order-1', idempotencyTtlSecs: 60 });
+    assert.equal(a.created, true);
+    const [c] = (await g.q('Dequeue', { queueName: 'idem-a', workerId: 'w1', batchSize: 1 })).jobs;
+    await g.q('Complete', { jobId: c.id, workerId: 'w1', leaseId: c.leaseId });
+    await clock.advance(59_000);
+    const dup = await g.q('Enqueue', { queueName: 'idem-b', payload: toStruct({}), idempotencyKey: 'order-1' });
+    assert.equal(dup.created, false);
+    assert.equal(dup.job.id, a.job.id);
+    await clock.advance(1_000);
+    const fresh = await g.q('Enqueue', { queueName: 'idem-b', payload: toStruct({}), idempotencyKey: 'order-1' });
+    assert.equal(fresh.created, true);
+    assert.notEqual(fresh.job.id, a.job.id);
+    const old = (await g.q('GetJob', { jobId: a.job.id })).job;
+    assert.equal(old.idempotencyKey, '', 'the old job gave the key up');
+    assert.equal(old.status, 'completed');
+    // Without a TTL the key is held while its job exists.
+    await clock.advance(3_600_000);
+    const held = await g.q('Enqueue', { queueName: 'idem-b', payload: toStruct({}), idempotencyKey: 'order-1' });
+    assert.equal(held.created, false);
+    assert.equal(held.job.id, fresh.job.id);
+    await rejectsWith(g.q('Enqueue', { queueName: 'idem-bad', payload: toStruct({}), idempotencyTtlSecs: 5 }), status.INVALID_ARGUMENT, /idempotency_ttl_secs/);
+  });
+
+  test('ExplainJob answers what GET /api/v1/jobs/:id/explain answers', async () => {
+    const api = new Api(m.node.url, m.node.bootstrapKey!);
+    // A paused queue with two jobs (the second behind the first) and one scheduled for later.
+    const first = (await g.q('Enqueue', { queueName: 'ex', payload: toStruct({}), concurrencyKey: 'tenant-1' })).job;
+    const second = (await g.q('Enqueue', { queueName: 'ex', payload: toStruct({}), concurrencyKey: 'tenant-1' })).job;
+    const later = (await g.q('Enqueue', { queueName: 'ex', payload: toStruct({}), scheduledAt: new Date(clock.now() + 3_600_000).toISOString() })).job;
+    assert.equal((await api.post('/api/v1/queues/ex/pause', { reason: 'deploy' })).status, 200);
+    for (const job of [first, second, later]) {
+      const rest = (await api.get(`/api/v1/jobs/${job.id}/explain`)).body;
+      const rpc = await g.q('ExplainJob', { jobId: job.id });
+      assert.deepEqual(
+        {
+          id: rpc.id,
+          queue_name: rpc.queueName,
+          status: rpc.status,
+          running: rpc.running,
+          reasons: rpc.reasons.map((r: Json) => ({ reason: r.reason, message: r.message, ...fromStruct(r.data) })),
+          at: rpc.at,
+        },
+        rest,
+      );
+    }
+    const why = async (id: string) => (await g.q('ExplainJob', { jobId: id })).reasons.map((r: Json) => r.reason);
+    assert.deepEqual(await why(first.id), ['queue_paused']);
+    assert.deepEqual(await why(second.id), ['queue_paused', 'behind_other_jobs']);
+    assert.deepEqual(await why(later.id), ['queue_paused', 'scheduled']);
+    const paused = (await g.q('ExplainJob', { jobId: second.id })).reasons[0];
+    assert.deepEqual(fromStruct(paused.data), { since: new Date(clock.now()).toISOString(), paused_reason: 'deploy' });
+
+    await rejectsWith(g.q('ExplainJob', { jobId: '00000000-0000-4000-8000-000000000000' }), status.NOT_FOUND);
+    await rejectsWith(g.q('ExplainJob', { jobId: 'not-a-uuid' }), status.NOT_FOUND);
+    const { key } = await insertKey(m, { plan: 'pro' });
+    const stranger = new Grpc(m.node.grpcPort, key);
+    const { key: writer } = await insertKey(m, { plan: 'pro', permissions: ['jobs:write'] });
+    const noRead = new Grpc(m.node.grpcPort, writer);
+    try {
+      await rejectsWith(stranger.q('ExplainJob', { jobId: first.id }), status.NOT_FOUND);
+      await rejectsWith(noRead.q('ExplainJob', { jobId: first.id }), status.PERMISSION_DENIED, /jobs:read/);
+    } finally {
+      stranger.close();
+      noRead.close();
+    }
   });
 });
 

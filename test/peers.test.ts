@@ -72,3 +72,25 @@ test('unreachable when the peer is down before the call; lost when it goes away 
   release?.();
   await assert.rejects(a.peers.call(b.id, b.address, 'hang', null), (e: unknown) => e instanceof PeerError && e.kind === 'unreachable');
 });
+
+test('a peer that stops cleanly answers the calls in flight to it first; the next call finds it unreachable', async () => {
+  const a = await node('shared-secret-shared-secret-5678');
+  const b = await node('shared-secret-shared-secret-5678');
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  b.peers.handle('slow', async (p) => {
+    await gate;
+    return p;
+  });
+  const inFlight = Array.from({ length: 20 }, (_, i) => a.peers.call(b.id, b.address, 'slow', i));
+  await new Promise((r) => setTimeout(r, 50));
+  const closing = b.peers.close();
+  // Calls sent after the goodbye was heard go nowhere: unreachable (never sent), so a caller may try elsewhere.
+  await new Promise((r) => setTimeout(r, 50));
+  await assert.rejects(a.peers.call(b.id, b.address, 'slow', 99), (e: unknown) => e instanceof PeerError && e.kind === 'unreachable');
+  release();
+  assert.deepEqual(await Promise.all(inFlight), Array.from({ length: 20 }, (_, i) => i));
+  const started = Date.now();
+  await closing;
+  assert.ok(Date.now() - started < 1_000, 'the stopping node closes once its callers have closed, not after its grace');
+});

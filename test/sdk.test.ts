@@ -1,4 +1,5 @@
-// The TypeScript SDK (clients/typescript) against a real node: every route family once, cursor pagination over
+// The TypeScript SDK (clients/typescript) against a real node: every route family once (flow control's fields
+// included), cursor pagination over
 // 250 jobs, a 429 retried after its Retry-After (and a claim that is not), errors typed by catalog code, the
 // SSE helper, signature verification of a real delivery, and two drift checks (the error catalog, the
 // proto copy, the routes of the OpenAPI document).
@@ -158,6 +159,51 @@ describe('SDK: every route family', () => {
     assert.equal((await client.queues.configure('sdk-q', { max_retries: null, lease_duration_secs: 30 })).config.lease_duration_secs, 30);
     assert.deepEqual(await client.queues.delete('sdk-q'), { name: 'sdk-q', deleted: true });
     await rejectsWith(client.queues.get('sdk-q'), NotFoundError, 'NOT_FOUND');
+  });
+
+  test('flow control: concurrency_key, debounce and idempotency_ttl_secs on enqueue, queue limits on create and configure, busiest keys and explain', async () => {
+    const limits = { concurrency_per_key: 1, max_concurrency: 10, rate_limit: { jobs: 100, per_seconds: 60 } };
+    const q = await client.queues.create('sdk-flow', limits);
+    assert.deepEqual(q.config, { max_retries: null, lease_duration_secs: null, ...limits });
+    assert.deepEqual((await client.queues.get('sdk-flow')).config, q.config);
+
+    const a = await client.jobs.enqueue({ queue_name: 'sdk-flow', payload: { n: 1 }, concurrency_key: 'tenant-a' });
+    const b = await client.jobs.enqueue({ queue_name: 'sdk-flow', payload: { n: 2 }, concurrency_key: 'tenant-a' });
+    assert.equal(a.concurrency_key, 'tenant-a');
+    assert.equal((await client.jobs.get(b.id)).concurrency_key, 'tenant-a');
+    // One of the key at a time: a claim of two takes one.
+    const claimed = await client.jobs.claim({ queue_name: 'sdk-flow', worker_id: 'fw', limit: 2 });
+    assert.deepEqual(claimed.map((j) => [j.id, j.concurrency_key]), [[a.id, 'tenant-a']]);
+    assert.deepEqual((await client.queues.stats('sdk-flow')).busiest_keys, [{ key: 'tenant-a', processing: 1, waiting: 1 }]);
+    const why = await client.jobs.explain(b.id);
+    const atLimit = why.reasons.find((r) => r.reason === 'key_at_concurrency_limit');
+    assert.deepEqual(atLimit && { key: atLimit.concurrency_key, limit: atLimit.limit, holders: atLimit.holders }, { key: 'tenant-a', limit: 1, holders: [a.id] });
+    const cleared = await client.queues.configure('sdk-flow', { concurrency_per_key: null, max_concurrency: 5, rate_limit: null });
+    assert.deepEqual(cleared.config, { max_retries: null, lease_duration_secs: null, concurrency_per_key: null, max_concurrency: 5, rate_limit: null });
+    assert.deepEqual((await client.jobs.claim({ queue_name: 'sdk-flow', worker_id: 'fw', limit: 2 })).map((j) => j.id), [b.id], 'the key limit is gone');
+
+    const debounce = { key: 'user-1', delay_ms: 60_000, max_delay_ms: 120_000 };
+    const d1 = await client.jobs.enqueue({ queue_name: 'sdk-deb', payload: { v: 1 }, debounce });
+    assert.equal(d1.created, true);
+    assert.equal(d1.status, 'scheduled');
+    assert.equal(d1.debounce_key, 'user-1');
+    assert.equal(Date.parse(d1.scheduled_at!) - Date.parse(d1.created_at), 60_000);
+    const d2 = await client.jobs.enqueue({ queue_name: 'sdk-deb', payload: { v: 2 }, debounce });
+    assert.equal(d2.created, false);
+    assert.equal(d2.id, d1.id);
+    assert.deepEqual((await client.jobs.get(d1.id)).payload, { v: 2 }, 'the waiting job took the new payload');
+
+    const i1 = await client.jobs.enqueue({ queue_name: 'sdk-idem', payload: {}, idempotency_key: 'sdk-ttl', idempotency_ttl_secs: 3_600 });
+    assert.equal(i1.created, true);
+    assert.equal(Date.parse(i1.idempotency_expires_at!) - Date.parse(i1.created_at), 3_600_000);
+    const i2 = await client.jobs.enqueue({ queue_name: 'sdk-idem', payload: {}, idempotency_key: 'sdk-ttl', idempotency_ttl_secs: 3_600 });
+    assert.equal(i2.created, false);
+    assert.equal(i2.id, i1.id);
+
+    const bad = await rejectsWith(client.jobs.enqueue({ queue_name: 'sdk-idem', payload: {}, idempotency_ttl_secs: 5 }), ValidationError, 'VALIDATION_ERROR');
+    assert.deepEqual([...new Set(bad.details.map((d) => d.field))], ['idempotency_ttl_secs']);
+    const zero = await rejectsWith(client.queues.configure('sdk-flow', { concurrency_per_key: 0 }), ValidationError, 'VALIDATION_ERROR');
+    assert.deepEqual([...new Set(zero.details.map((d) => d.field))], ['concurrency_per_key']);
   });
 
   test('workers: register (id as id and worker_id), list, get, heartbeat, deregister', async () => {

@@ -14,6 +14,12 @@
 // What a lost connection means: a call whose frame may have reached the peer fails with `PeerError` ('lost':
 // it may have run); a call that could not be sent at all fails with 'unreachable' (it did not run), so the
 // caller may try it elsewhere.
+//
+// A node that stops cleanly says goodbye ({h: 'bye'}) on each connection peers opened to it, and goes on
+// answering on them until each peer closes its side: a peer that hears it sends nothing more there (its next
+// call opens a new connection, refused: 'unreachable') and closes once its calls in flight are answered. So a
+// clean stop loses no call, and a rolling restart answers no 503 for it (cutting the connections at once
+// turned the calls they carried into 'lost').
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import net from 'node:net';
 import { AppError, type WireError } from '../../errors.js';
@@ -36,7 +42,10 @@ export class PeerError extends Error {
 }
 
 type Frame = { i: number; m: string; p: unknown } | { i: number; r: unknown } | { i: number; e: WireError } | { m: string; p: unknown } | Handshake;
-type Handshake = { h: 'nonce'; nonce: string; node: string } | { h: 'proof'; node: string; mac: string; nonce: string } | { h: 'ok'; mac: string };
+type Handshake = { h: 'nonce'; nonce: string; node: string } | { h: 'proof'; node: string; mac: string; nonce: string } | { h: 'ok'; mac: string } | { h: 'bye' };
+
+/** How long a stopping node waits for peers to close the connections it said goodbye on. */
+const GOODBYE_MS = 2_000;
 
 const mac = (secret: string, nonce: string, node: string): string => createHmac('sha256', secret).update(`${PROTOCOL} ${nonce} ${node}`).digest('hex');
 
@@ -51,7 +60,10 @@ class Wire {
   private buffered: Buffer[] = [];
   private flushQueued = false;
   private pending: Buffer<ArrayBufferLike> = Buffer.alloc(0);
+  private ended: () => void = () => {};
   closed = false;
+  /** Resolves once the connection is closed (by either side). */
+  readonly done = new Promise<void>((resolve) => (this.ended = resolve));
 
   constructor(
     readonly socket: net.Socket,
@@ -83,6 +95,7 @@ class Wire {
 
   close(err?: Error): void {
     if (this.closed) return;
+    this.ended();
     this.closed = true;
     this.socket.destroy();
     this.onClose(err);
@@ -119,6 +132,8 @@ interface Outbound {
   wire: Wire | null;
   ready: Promise<Wire>;
   calls: Map<number, { resolve(v: unknown): void; reject(e: Error): void }>;
+  /** The peer said goodbye: nothing more is sent on this connection. */
+  leaving?: boolean;
 }
 
 export class Peers {
@@ -160,7 +175,7 @@ export class Peers {
     } catch (err) {
       throw new PeerError('unreachable', `node ${node} at ${address} cannot be reached: ${(err as Error).message}`);
     }
-    if (wire.closed) throw new PeerError('unreachable', `the connection to node ${node} is closed`);
+    if (wire.closed || out.leaving) throw new PeerError('unreachable', `the connection to node ${node} is closed`);
     const i = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       out.calls.set(i, { resolve: resolve as (v: unknown) => void, reject });
@@ -185,13 +200,23 @@ export class Peers {
     this.failCalls(out, new PeerError('lost', `node ${node} left the cluster`));
   }
 
-  async close(): Promise<void> {
+  /**
+   * Stops listening, says goodbye on every connection peers opened to this node and answers what they still
+   * send there until they close them (at most `graceMs`), then closes what is left.
+   */
+  async close(graceMs = GOODBYE_MS): Promise<void> {
     this.stopped = true;
-    for (const node of [...this.outbound.keys()]) this.forget(node);
-    for (const w of [...this.inbound]) w.close();
     const server = this.server;
     this.server = null;
-    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    const closed = server ? new Promise<void>((resolve) => server.close(() => resolve())) : Promise.resolve();
+    for (const node of [...this.outbound.keys()]) this.forget(node);
+    const inbound = [...this.inbound];
+    for (const w of inbound) w.send({ h: 'bye' });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(inbound.map((w) => w.done)), new Promise<void>((r) => (timer = setTimeout(r, graceMs)))]);
+    clearTimeout(timer);
+    for (const w of [...this.inbound]) w.close();
+    await closed;
   }
 
   private connection(node: string, address: string): Outbound {
@@ -235,12 +260,20 @@ export class Peers {
             } else wire.close(new Error('the peer did not prove it knows CLUSTER_SECRET'));
             return;
           }
+          if ('h' in f && f.h === 'bye') {
+            // The peer is stopping: new calls go elsewhere (a new connection); this one closes once answered.
+            out.leaving = true;
+            if (this.outbound.get(node) === out) this.outbound.delete(node);
+            if (out.calls.size === 0) wire.close();
+            return;
+          }
           if (!('i' in f) || f.i === 0) return;
           const c = out.calls.get(f.i);
           if (!c) return;
           out.calls.delete(f.i);
           if ('e' in f) c.reject(AppError.fromWire(f.e));
           else if ('r' in f) c.resolve(f.r);
+          if (out.leaving && out.calls.size === 0) wire.close();
         },
         (err) => {
           clearTimeout(timer);

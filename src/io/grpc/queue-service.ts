@@ -306,6 +306,19 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
         oldestPendingAgeSeconds: String(st.oldest_pending_age_seconds ?? -1),
         completedLastMinute: String(throughput.completed),
         failedLastMinute: String(throughput.failed),
+        busiestKeys: st.busiest_keys.map((k) => ({ key: k.key, processing: String(k.processing), waiting: String(k.waiting) })),
+      };
+    }),
+    ExplainJob: unary(ctx, 'jobs:read', async (org, r: { jobId: string }) => {
+      const e = await jobs.explain(org, jobId(r.jobId));
+      return {
+        id: e.id,
+        queueName: e.queue_name,
+        status: e.status,
+        running: e.running,
+        // Each reason carries its own data: a Struct with the REST object's keys.
+        reasons: e.reasons.map(({ reason, message, ...data }) => ({ reason, message, data: toStruct(data) })),
+        at: str(e.at),
       };
     }),
     StreamJobs: streamJobs,
