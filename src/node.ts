@@ -28,6 +28,7 @@ import { WebhookDispatcher } from './io/webhooks/dispatcher.js';
 import { policyOf } from './io/webhooks/ssrf.js';
 import { Router } from './io/http/router.js';
 import { HttpServer } from './io/http/server.js';
+import { adminKeyValid } from './io/http/admin.js';
 import { openApiDocument } from './io/http/openapi.js';
 import { OpenApiDocument } from './io/http/schemas.js';
 import { ActorPool, type LinkFactory } from './runtime/actor-pool.js';
@@ -265,6 +266,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const observe = (method: string, route: string, status: number, seconds: number) => metrics.onHttp(method, route, status, seconds);
     const h0 = (http = new HttpServer(router, auth, log, admit, {
       version: VERSION,
+      isAdminKey: (key) => adminKeyValid(key, config),
       maxDepth: config.bodyMaxDepth,
       maxValues: config.bodyMaxValues,
       observe,

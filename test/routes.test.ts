@@ -507,10 +507,9 @@ describe('REST routes', () => {
   });
 
   describe('routing', () => {
-    test('404 for unknown routes, before any credential is asked for', async () => {
+    test('unknown routes: 404 with a valid credential, 401 without one (routes are not enumerable anonymously)', async () => {
       const anon = api.as('');
       for (const [method, p] of [
-        ['GET', '/ui/nope'], // `/` redirects to the dashboard (test/observability.test.ts)
         ['GET', '/nope'],
         ['GET', '/api/v1'],
         ['GET', '/api/v1/nope'],
@@ -519,8 +518,17 @@ describe('REST routes', () => {
         ['POST', `/api/v1/jobs/${jobId}/unknown-action`],
         ['GET', '/healthz'],
       ] as const) {
-        for (const who of [api, anon]) assertError(await who.call(method, p), 404, 'NOT_FOUND');
+        assertError(await api.call(method, p), 404, 'NOT_FOUND');
+        for (const who of [anon, api.as('svc_test_not-a-key'), api.as('eyJ.forged.token')]) assertError(await who.call(method, p), 401, 'UNAUTHORIZED');
+        // A key in the query string is refused there as on every route.
+        assertError(await api.call(method, `${p}?api_key=${api.key}`), 401, 'UNAUTHORIZED');
       }
+      // The dashboard's static space is public: its unknown files are 404 for anyone. `/` redirects to the
+      // dashboard (test/observability.test.ts).
+      for (const who of [api, anon]) assertError(await who.get('/ui/nope'), 404, 'NOT_FOUND');
+      // The public routes answer as before without a credential.
+      assert.equal((await anon.get('/health')).status, 200);
+      assert.equal((await anon.get('/api/v1/openapi.json')).status, 200);
     });
 
     test('405 with an Allow header for a known path and a wrong method', async () => {
