@@ -7,7 +7,8 @@
 //               together, then enqueued one by one
 //   claim       the queue's actor hands out up to `limit` jobs under leases (long poll with wait_ms); jobs
 //               claimed for a client that left are unclaimed (pending again at once, no attempt spent)
-//   complete / fail / heartbeat / progress    the actor holding the job checks the lease (409 LEASE_EXPIRED;
+//   complete / fail / heartbeat / progress    the actor holding the job checks the lease, on worker_id alone when no
+//               lease_id is sent (409 LEASE_EXPIRED;
 //               JOB_CANCELLED when the job was cancelled under this very worker: docs/flow-control.md)
 //   explain     why a job is not running: src/app/explain.ts
 //   cancel / priority    live jobs only; a terminal job answers 409 JOB_NOT_LIVE naming its status
@@ -92,11 +93,13 @@ export const ClaimBody = validator(
 );
 export type ClaimRequest = Valid<typeof ClaimBody>;
 
-export const CompleteBody = validator(Type.Object({ worker_id: WorkerId, lease_id: LeaseId, result: Type.Optional(Type.Unknown()) }));
+// lease_id may be left out: the lease is then fenced on worker_id alone, as a heartbeat's is (clients written
+// for the hosted service send none). A lease_id that is sent must match.
+export const CompleteBody = validator(Type.Object({ worker_id: WorkerId, lease_id: Type.Optional(LeaseId), result: Type.Optional(Type.Unknown()) }));
 export const FailBody = validator(
   Type.Object({
     worker_id: WorkerId,
-    lease_id: LeaseId,
+    lease_id: Type.Optional(LeaseId),
     error: Type.String({ minLength: 1, maxLength: 10_000 }),
     retryable: Type.Optional(Type.Boolean()),
   }),
@@ -292,7 +295,7 @@ export class Jobs {
 
   async complete(org: string, id: string, r: CompleteRequest): Promise<QueueOps['complete']['reply']> {
     const queue = await this.queueOf(org, id);
-    return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'complete', { id, worker_id: r.worker_id, lease_id: r.lease_id, result: r.result ?? null }));
+    return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'complete', { id, worker_id: r.worker_id, lease_id: r.lease_id ?? null, result: r.result ?? null }));
   }
 
   async fail(org: string, id: string, r: FailRequest): Promise<QueueOps['fail']['reply']> {
@@ -300,7 +303,7 @@ export class Jobs {
     return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'fail', {
       id,
       worker_id: r.worker_id,
-      lease_id: r.lease_id,
+      lease_id: r.lease_id ?? null,
       error: r.error,
       retryable: r.retryable ?? true,
     }));

@@ -213,12 +213,13 @@ export class Jobs extends Resource {
     return r.jobs;
   }
 
-  complete(id: string, body: { worker_id: string; lease_id: string; result?: unknown }, o: CallOptions = {}): Promise<CompleteReply> {
+  /** Without `lease_id` the service checks that `worker_id` holds the live lease. */
+  complete(id: string, body: { worker_id: string; lease_id?: string; result?: unknown }, o: CallOptions = {}): Promise<CompleteReply> {
     return this.call('POST', `/api/v1/jobs/${seg(id)}/complete`, { body, idempotent: true, signal: o.signal });
   }
 
   /** `retryable: false` dead-letters the job at once. */
-  fail(id: string, body: { worker_id: string; lease_id: string; error: string; retryable?: boolean }, o: CallOptions = {}): Promise<FailReply> {
+  fail(id: string, body: { worker_id: string; lease_id?: string; error: string; retryable?: boolean }, o: CallOptions = {}): Promise<FailReply> {
     return this.call('POST', `/api/v1/jobs/${seg(id)}/fail`, { body, idempotent: true, signal: o.signal });
   }
 

@@ -954,7 +954,10 @@ export class QueueActor {
     return { jobs };
   }
 
-  /** The job under a live lease that the request proves it holds, or LEASE_EXPIRED. */
+  /**
+   * The job under a live lease that the request proves it holds, or LEASE_EXPIRED. Without a lease_id (complete,
+   * fail, heartbeat and progress may omit it) the worker id alone must hold the live lease.
+   */
   private leased(input: LeaseInput, now: number): LiveJob {
     const job = this.jobs.get(input.id);
     if (
