@@ -1,0 +1,5 @@
+-- What clients written for the hosted service send and expect to read back (docs/api.md, "Answers existing
+-- clients expect"). Nullable columns without a default: adding them rewrites no rows.
+
+-- The worker's own version string, sent on register (informational, like hostname and metadata).
+ALTER TABLE workers ADD COLUMN version text;
