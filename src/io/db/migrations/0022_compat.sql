@@ -3,3 +3,6 @@
 
 -- The worker's own version string, sent on register (informational, like hostname and metadata).
 ALTER TABLE workers ADD COLUMN version text;
+
+-- A schedule's free-text description.
+ALTER TABLE schedules ADD COLUMN description text;
