@@ -134,7 +134,8 @@ export interface Enqueued {
 }
 
 export interface BulkOutcome {
-  succeeded: Array<{ index: number; id: string; created: boolean }>;
+  /** `job_id` repeats `id` (clients of the hosted service read it). */
+  succeeded: Array<{ index: number; id: string; job_id: string; created: boolean }>;
   failed: Array<{ index: number; error: Record<string, unknown> }>;
   total: number;
   success_count: number;
@@ -230,7 +231,7 @@ export class Jobs {
       const outcomes = await Promise.allSettled(valid.map((v) => this.enqueueAdmitted(org, v.queue, v.input, admission)));
       outcomes.forEach((o, i) => {
         const index = valid[i]!.index;
-        if (o.status === 'fulfilled') succeeded.push({ index, id: o.value.job.id as string, created: o.value.created });
+        if (o.status === 'fulfilled') succeeded.push({ index, id: o.value.job.id as string, job_id: o.value.job.id as string, created: o.value.created });
         else failed.push({ index, error: (o.reason instanceof AppError ? o.reason : new AppError('INTERNAL')).toBody() });
       });
     }

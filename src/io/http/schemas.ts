@@ -132,7 +132,14 @@ export const JobPriority = Type.Object(
 
 export const BulkResult = Type.Object(
   {
-    succeeded: Type.Array(Type.Object({ index: Type.Integer({ description: 'the item position in the request' }), id: Uuid, created: Type.Boolean() })),
+    succeeded: Type.Array(
+      Type.Object({
+        index: Type.Integer({ description: 'the item position in the request' }),
+        id: Uuid,
+        job_id: Type.String({ format: 'uuid', description: 'the same as id' }),
+        created: Type.Boolean(),
+      }),
+    ),
     failed: Type.Array(Type.Object({ index: Type.Integer(), error: ErrorBody })),
     total: Type.Integer(),
     success_count: Type.Integer(),
@@ -148,7 +155,16 @@ export const JobStatusLine = Type.Object(
   { $id: 'JobStatusLine' },
 );
 
-export const JobStats = Type.Object({ queue_name: Nullable(Type.String()), counts: StatusCounts, total: Count }, { $id: 'JobStats' });
+export const JobStats = Type.Object(
+  {
+    queue_name: Nullable(Type.String()),
+    counts: StatusCounts,
+    total: Count,
+    // The counts again at the top level, where clients of the hosted service read them.
+    ...Object.fromEntries(JOB_STATUSES.map((st) => [st, Count])),
+  },
+  { $id: 'JobStats' },
+);
 
 export const DlqRetryResult = Type.Object(
   { retried: Count, job_ids: Type.Array(Uuid), failed: Type.Array(Type.Object({ id: Type.String(), error: Type.String() })) },
@@ -160,6 +176,7 @@ export const DlqPurgeResult = Type.Object({ purged: Count }, { $id: 'DlqPurgeRes
 export const Queue = Type.Object(
   {
     name: Type.String(),
+    queue_name: Type.String({ description: 'the same as name' }),
     paused: Type.Boolean(),
     paused_reason: Nullable(Type.String()),
     paused_at: Time,

@@ -93,7 +93,8 @@ export function jobQueryRoutes(app: App): Route[] {
     const queueName = queueFilter(req.query);
     const counts = await app.jobs.stats(req.principal.organizationId, queueName);
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
-    return { status: 200, body: { queue_name: queueName, counts, total } };
+    // The counts also at the top level: clients written for the hosted service read them there.
+    return { status: 200, body: { queue_name: queueName, counts, total, ...counts } };
   };
 
   return [
