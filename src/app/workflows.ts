@@ -11,6 +11,7 @@
 //              parents all completed, and end the workflow when its jobs say so (completed | failed |
 //              cancelled). Every step reads the rows first and repeats safely: a release or a cancel that
 //              already happened is skipped by the queue actor.
+//   neighbours a job's dependencies and dependents in its workflow (GET /jobs/:id/dependencies)
 //   cancel     every live job, then the workflow (409 WORKFLOW_NOT_LIVE once completed or cancelled)
 //   retry      a failed or cancelled workflow: a 'workflows' slot again, its dead-lettered and cancelled jobs
 //              revived through Jobs.revive (admitted first; blocked while a parent has not completed), then
@@ -26,9 +27,11 @@ import { JobIds } from '../actors/ids.js';
 import type { EnqueueInput } from '../actors/queue/queue-actor.js';
 import type { DomainEvent } from '../actors/records.js';
 import { doomed, graphProblems, isLive, outcome, releasable, waitsOnParents, WORKFLOW_MAX_JOBS, type WorkflowStatus } from '../actors/workflow/graph.js';
-import { AppError, notFound, validationError } from '../errors.js';
+import { AppError, notFound, validationError, type FieldProblem } from '../errors.js';
 import { createWorkflow } from '../io/db/sql/createWorkflow.js';
 import { getWorkflow, type WorkflowJobRow, type WorkflowRow } from '../io/db/sql/getWorkflow.js';
+import { jobDependencies, type Dependency } from '../io/db/sql/jobDependencies.js';
+import { jobDependents } from '../io/db/sql/jobDependents.js';
 import { listWorkflows } from '../io/db/sql/listWorkflows.js';
 import { setWorkflowStatus } from '../io/db/sql/setWorkflowStatus.js';
 import { unfinishedWorkflows } from '../io/db/sql/unfinishedWorkflows.js';
@@ -52,7 +55,9 @@ export const CreateWorkflowBody = validator(
     name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
     jobs: Type.Array(
       Type.Object({
-        name: JobName,
+        // One of the two is required; `key` is the name clients of the hosted service send.
+        name: Type.Optional(JobName),
+        key: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'another name for name' })),
         queue_name: QueueName,
         payload: JsonObject,
         depends_on: Type.Optional(Type.Array(JobName, { maxItems: WORKFLOW_MAX_JOBS, uniqueItems: true })),
@@ -124,8 +129,13 @@ export class Workflows {
    * every job at once against the job quotas), then the protocol above. Answers the workflow once it runs.
    */
   async create(org: string, body: Valid<typeof CreateWorkflowBody>): Promise<WorkflowGraph> {
-    const defs = body.jobs.map((j) => ({ ...j, depends_on: j.depends_on ?? [] }));
-    const problems = graphProblems(defs);
+    const named: FieldProblem[] = [];
+    const defs = body.jobs.map(({ key, ...j }, i) => {
+      if (j.name !== undefined && key !== undefined && j.name !== key) named.push({ field: `jobs.${i}.key`, message: 'must equal name when both are given' });
+      if (j.name === undefined && key === undefined) named.push({ field: `jobs.${i}.name`, message: 'is required (or key)' });
+      return { ...j, name: j.name ?? key ?? '', depends_on: j.depends_on ?? [] };
+    });
+    const problems = named.length > 0 ? named : graphProblems(defs);
     if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
     const { store, quotas, clock } = this.c;
     await quotas.reserve(org, 'workflows');
@@ -211,6 +221,21 @@ export class Workflows {
     const g = await getWorkflow(this.c.store, org, id);
     if (!g) throw notFound('Workflow');
     return g;
+  }
+
+  /**
+   * A job's place in its workflow: the jobs it waits for and the jobs that wait for it, with their states (both
+   * empty for a job outside any workflow). 404 for a job the organization does not have.
+   */
+  async neighbours(org: string, jobId: string): Promise<{ workflow_id: string | null; dependencies: Dependency[]; dependents: Dependency[] }> {
+    const job = await this.jobs.get(org, jobId);
+    const workflowId = (job.workflow_id as string | null) ?? null;
+    if (workflowId === null) return { workflow_id: null, dependencies: [], dependents: [] };
+    const [dependencies, dependents] = await Promise.all([
+      jobDependencies(this.c.store, org, jobId),
+      jobDependents(this.c.store, org, jobId),
+    ]);
+    return { workflow_id: workflowId, dependencies, dependents };
   }
 
   /** Cancels every live job, then the workflow (409 once it is completed or cancelled); answers it as it now is. */

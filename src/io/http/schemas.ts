@@ -155,6 +155,22 @@ export const JobStatusLine = Type.Object(
   { $id: 'JobStatusLine' },
 );
 
+const Neighbour = Type.Object({
+  id: Uuid,
+  job_id: Type.String({ format: 'uuid', description: 'the same as id' }),
+  name: Type.String({ description: 'its name in the workflow' }),
+  status: JobStatus,
+});
+export const JobDependencies = Type.Object(
+  {
+    job_id: Uuid,
+    workflow_id: Type.Union([Uuid, Type.Null()], { description: 'null: the job belongs to no workflow' }),
+    dependencies: Type.Array(Neighbour, { description: 'the jobs it waits for' }),
+    dependents: Type.Array(Neighbour, { description: 'the jobs that wait for it' }),
+  },
+  { $id: 'JobDependencies' },
+);
+
 export const JobStats = Type.Object(
   {
     queue_name: Nullable(Type.String()),
