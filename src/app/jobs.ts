@@ -1,8 +1,8 @@
 // Jobs: every operation on jobs, written once, for REST, gRPC, incoming webhooks and the scheduler alike.
 //
-//   enqueue     validate the definition's times and URL, admit it against the quotas (413, 429), ask the
-//               queue's actor to insert it (commit before reply); a duplicate idempotency key answers the job
-//               holding it (created: false) and gives the admission back
+//   enqueue     validate the definition's times (expires_at in the future and after scheduled_at) and URL,
+//               admit it against the quotas (413, 429), ask the queue's actor to insert it (commit before reply);
+//               a duplicate idempotency key answers the job holding it (created: false) and gives the admission back
 //   bulk        each item validated alone (an invalid item is reported, not fatal), the valid ones admitted
 //               together, then enqueued one by one
 //   claim       the queue's actor hands out up to `limit` jobs under leases (long poll with wait_ms); jobs
@@ -46,6 +46,9 @@ export const JobDefinition = Type.Object({
   idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   priority: Type.Optional(Priority),
   scheduled_at: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
+  expires_at: Type.Optional(
+    Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description: 'not started by then (RFC 3339), the job is cancelled with last_error "expired"' }),
+  ),
   max_retries: Type.Optional(MaxRetries),
   timeout_seconds: Type.Optional(LeaseSecs),
   completion_webhook: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])),
@@ -145,6 +148,18 @@ export interface BulkOutcome {
 /** A terminal job to revive, with the queue whose actor holds it once live. */
 export type Revival = ReviveInput & { queue_name: string };
 
+/**
+ * A job's expires_at as epoch ms (null when absent), or a problem: an instant that is already past, or not after
+ * its scheduled_at, would cancel the job before it could ever run.
+ */
+export function expiryOf(value: string | null | undefined, scheduledAt: number | null, now: number, problems: FieldProblem[], field = 'expires_at'): number | null {
+  const at = parseTime(field, value);
+  if (at === null) return null;
+  if (at <= now) problems.push({ field, message: 'must be in the future' });
+  else if (scheduledAt !== null && at <= scheduledAt) problems.push({ field, message: 'must be after scheduled_at' });
+  return at;
+}
+
 /** A job definition compiled for the queue actor, with its payload size (the quota's payload cap). */
 export interface CompiledJob {
   queue: string;
@@ -182,6 +197,9 @@ export class Jobs {
       if (d.max_delay_ms != null && d.max_delay_ms < d.delay_ms) problems.push({ field: 'debounce.max_delay_ms', message: 'must be at least delay_ms' });
     }
     if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
+    const scheduledAt = parseTime('scheduled_at', def.scheduled_at);
+    const expiresAt = expiryOf(def.expires_at, scheduledAt, this.c.clock.now(), problems);
+    if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
     return {
       queue: def.queue_name,
       bytes: Buffer.byteLength(JSON.stringify(def.payload)),
@@ -190,7 +208,8 @@ export class Jobs {
         priority: def.priority ?? 0,
         max_retries: def.max_retries ?? null,
         timeout_seconds: def.timeout_seconds ?? null,
-        scheduled_at: parseTime('scheduled_at', def.scheduled_at),
+        scheduled_at: scheduledAt,
+        expires_at: expiresAt,
         idempotency_key: def.idempotency_key ?? null,
         tags: Array.isArray(def.tags) ? Object.fromEntries(def.tags.map((t) => [t, ''])) : (def.tags ?? {}),
         completion_webhook: this.completionWebhook(def.completion_webhook),

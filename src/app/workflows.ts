@@ -38,7 +38,7 @@ import { unfinishedWorkflows } from '../io/db/sql/unfinishedWorkflows.js';
 import { validator, type Valid } from '../io/validate.js';
 import type { AppContext } from './context.js';
 import { JsonObject, LeaseSecs, MaxRetries, Priority, QueueName } from './fields.js';
-import type { Jobs } from './jobs.js';
+import { expiryOf, type Jobs } from './jobs.js';
 import { Periodic } from './periodic.js';
 
 /** A 'creating' workflow older than this, that no request of this node is creating, was left by a crash. */
@@ -65,6 +65,9 @@ export const CreateWorkflowBody = validator(
         max_retries: Type.Optional(MaxRetries),
         timeout_seconds: Type.Optional(LeaseSecs),
         tags: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 256 }))),
+        expires_at: Type.Optional(
+          Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description: 'not started by then (RFC 3339), the job is cancelled as expired' }),
+        ),
       }),
       { minItems: 1, maxItems: WORKFLOW_MAX_JOBS },
     ),
@@ -133,7 +136,8 @@ export class Workflows {
     const defs = body.jobs.map(({ key, ...j }, i) => {
       if (j.name !== undefined && key !== undefined && j.name !== key) named.push({ field: `jobs.${i}.key`, message: 'must equal name when both are given' });
       if (j.name === undefined && key === undefined) named.push({ field: `jobs.${i}.name`, message: 'is required (or key)' });
-      return { ...j, name: j.name ?? key ?? '', depends_on: j.depends_on ?? [] };
+      const expires_at = expiryOf(j.expires_at, null, this.c.clock.now(), named, `jobs.${i}.expires_at`);
+      return { ...j, name: j.name ?? key ?? '', depends_on: j.depends_on ?? [], expires_at };
     });
     const problems = named.length > 0 ? named : graphProblems(defs);
     if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
@@ -160,6 +164,7 @@ export class Workflows {
       max_retries: d.max_retries ?? null,
       timeout_seconds: d.timeout_seconds ?? null,
       tags: d.tags ?? {},
+      expires_at: d.expires_at,
       job_id: this.ids.next(clock.now()),
     }));
     this.creating.add(id);
@@ -187,6 +192,7 @@ export class Workflows {
             id: j.job_id,
             workflow_id: id,
             blocked: true,
+            expires_at: j.expires_at,
           };
           return this.jobs.enqueueAdmitted(org, j.queue_name, input, admission);
         }),

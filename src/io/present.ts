@@ -2,7 +2,7 @@
 // (strings) or from an actor (epoch ms); every timestamp leaves as ISO 8601 UTC. The completion webhook secret never leaves.
 import type { WorkerRow } from './db/sql/getWorker.js';
 
-const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at', 'updated_at', 'lease_expires_at', 'idempotency_expires_at'] as const;
+const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at', 'updated_at', 'lease_expires_at', 'idempotency_expires_at', 'expires_at'] as const;
 
 const isoOf = (v: unknown): string | null => {
   if (v === null || v === undefined) return null;

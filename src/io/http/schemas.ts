@@ -72,6 +72,7 @@ export const Job = Type.Object(
     debounce_key: Nullable(Type.String()),
     progress: Nullable(Progress),
     idempotency_expires_at: Type.Union([DateTime, Type.Null()], { description: 'when the idempotency key frees itself (idempotency_ttl_secs)' }),
+    expires_at: Type.Union([DateTime, Type.Null()], { description: 'not started by then, the job is cancelled with last_error "expired"' }),
     scheduled_at: Time,
     created_at: DateTime,
     started_at: Time,
