@@ -44,6 +44,7 @@ import type { ApiCalls } from './app/api-calls.js';
 import { admission } from './app/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
 import { metricsRoutes } from './io/http/routes/metrics.js';
+import { dashboardRoutes } from './io/http/routes/dashboard.js';
 import { Metrics } from './runtime/metrics.js';
 import { eventRoutes, eventSocket } from './io/http/routes/events.js';
 import { StreamHub } from './io/events/hub.js';
@@ -206,7 +207,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       aliveMs: config.clusterLeaseMs,
     }));
     const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel, deliveries, tokens, mailer };
-    const app = (built = createApp(ctx));
+    const app = (built = createApp(ctx, VERSION));
     const { auth, limiter } = app;
     await channel.start({
       apply: (inv) => {
@@ -248,6 +249,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...incomingWebhookRoutes(app),
       ...outgoingWebhookRoutes(app),
       ...workflowRoutes(app),
+      ...dashboardRoutes(app),
       ...uiRoutes(),
     );
     let openapi: Record<string, unknown> | null = null;

@@ -256,6 +256,34 @@ export const Usage = Type.Object(
   { $id: 'Usage' },
 );
 
+const Seconds = Type.Union([Type.Number({ minimum: 0 }), Type.Null()]);
+export const DashboardOverview = Type.Object(
+  {
+    version: Type.String({ description: "the node's version (also the X-Sluice-Version header)" }),
+    started_at: DateTime,
+    uptime_seconds: Count,
+    at: DateTime,
+    store: Type.Object({
+      kind: Type.Union([Type.Literal('postgresql'), Type.Literal('embedded')]),
+      status: Type.Literal('ok', { description: 'a store that does not answer makes the answer 503' }),
+      latency_ms: Type.Number({ minimum: 0 }),
+    }),
+    jobs: Type.Object({
+      by_status: StatusCounts,
+      total: Count,
+      completed_24h: Count,
+      failed_24h: Type.Integer({ minimum: 0, description: 'jobs dead-lettered in the last 24 h' }),
+      failed_attempts_24h: Type.Integer({ minimum: 0, description: 'failed attempts (fail calls, lease expiries) in the last 24 h' }),
+      avg_wait_seconds_24h: Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description: 'due → claimed, of the jobs claimed in the last 24 h' }),
+      avg_processing_seconds_24h: Seconds,
+    }),
+    queues: Type.Array(Type.Object({ name: Type.String(), paused: Type.Boolean(), counts: StatusCounts }), { description: 'the first 20 by name' }),
+    more_queues: Type.Boolean({ description: 'the organization has more than 20 queues' }),
+    workers: Type.Object({ total: Count, healthy: Count, unhealthy: Count }),
+  },
+  { $id: 'DashboardOverview' },
+);
+
 export const PlanChange = Type.Object(
   {
     organization_id: Uuid,
