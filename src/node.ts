@@ -28,6 +28,7 @@ import { WebhookDispatcher } from './io/webhooks/dispatcher.js';
 import { policyOf } from './io/webhooks/ssrf.js';
 import { Router } from './io/http/router.js';
 import { HttpServer } from './io/http/server.js';
+import { adminKeyValid } from './io/http/admin.js';
 import { openApiDocument } from './io/http/openapi.js';
 import { OpenApiDocument } from './io/http/schemas.js';
 import { ActorPool, type LinkFactory } from './runtime/actor-pool.js';
@@ -43,6 +44,7 @@ import type { ApiCalls } from './app/api-calls.js';
 import { admission } from './app/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
 import { metricsRoutes } from './io/http/routes/metrics.js';
+import { dashboardRoutes } from './io/http/routes/dashboard.js';
 import { Metrics } from './runtime/metrics.js';
 import { eventRoutes, eventSocket } from './io/http/routes/events.js';
 import { StreamHub } from './io/events/hub.js';
@@ -207,7 +209,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       aliveMs: config.clusterLeaseMs,
     }));
     const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel, deliveries, tokens, mailer };
-    const app = (built = createApp(ctx));
+    const app = (built = createApp(ctx, VERSION));
     const { auth, limiter } = app;
     await channel.start({
       apply: (inv) => {
@@ -249,6 +251,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       ...incomingWebhookRoutes(app),
       ...outgoingWebhookRoutes(app),
       ...workflowRoutes(app),
+      ...dashboardRoutes(app),
       ...uiRoutes(),
     );
     let openapi: Record<string, unknown> | null = null;
@@ -267,6 +270,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const observe = (method: string, route: string, status: number, seconds: number) => metrics.onHttp(method, route, status, seconds);
     const h0 = (http = new HttpServer(router, auth, log, admit, {
       version: VERSION,
+      isAdminKey: (key) => adminKeyValid(key, config),
       maxDepth: config.bodyMaxDepth,
       maxValues: config.bodyMaxValues,
       observe,

@@ -27,7 +27,8 @@ describe('API keys', () => {
   test('create: 201 with the key once, default permissions ["*"], svc_test_ outside production, stored as a digest', async () => {
     const r = await api.post(KEYS, { name: 'deploy' });
     assert.equal(r.status, 201, JSON.stringify(r.body));
-    assert.deepEqual(Object.keys(r.body).sort(), ['created_at', 'id', 'key', 'key_prefix', 'name', 'permissions']);
+    assert.deepEqual(Object.keys(r.body).sort(), ['created_at', 'id', 'is_active', 'key', 'key_prefix', 'name', 'permissions']);
+    assert.equal(r.body.is_active, true);
     assert.equal(r.body.name, 'deploy');
     assert.deepEqual(r.body.permissions, ['*']);
     assert.match(r.body.key, /^svc_test_[A-Za-z0-9_-]{43}$/);
@@ -116,9 +117,11 @@ describe('API keys', () => {
     assert.equal(rows.length, 6);
     const revoked = seen.find((k) => k.id === made[1]);
     assert.equal(revoked.status, 'revoked');
+    assert.equal(revoked.is_active, false);
     assert.ok(revoked.revoked_at);
     for (const k of seen) {
-      assert.deepEqual(Object.keys(k).sort(), ['created_at', 'id', 'key_prefix', 'last_used_at', 'name', 'permissions', 'revoked_at', 'status']);
+      assert.deepEqual(Object.keys(k).sort(), ['created_at', 'id', 'is_active', 'key_prefix', 'last_used_at', 'name', 'permissions', 'revoked_at', 'status']);
+      assert.equal(k.is_active, k.status === 'active');
     }
   });
 

@@ -74,7 +74,7 @@ describe('bulk enqueue', () => {
     assert.notEqual(ids[0], ids[3]);
     assert.equal(r.body.succeeded.filter((x: { created: boolean }) => x.created).length, 2);
     const again = await api.post('/api/v1/jobs/bulk', { jobs: [{ queue_name: 'bulk-idem', payload: {}, idempotency_key: 'b-2' }] });
-    assert.deepEqual(again.body.succeeded, [{ index: 0, id: ids[3], created: false }]);
+    assert.deepEqual(again.body.succeeded, [{ index: 0, id: ids[3], job_id: ids[3], created: false }]);
   });
 });
 

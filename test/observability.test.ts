@@ -59,7 +59,8 @@ describe('request ids, version header, JSON logs, dashboard files', () => {
 
     for (const bad of ['has space', 'x'.repeat(129), 'quote"d', 'new\tline']) {
       const r = await fetch(`${node.url}/nowhere`, { headers: { 'x-request-id': bad } });
-      assert.equal(r.status, 404);
+      // An unknown path without a credential is 401 (docs/errors.md, NOT_FOUND).
+      assert.equal(r.status, 401);
       assert.match(r.headers.get('x-request-id') ?? '', UUID, `${JSON.stringify(bad)} is replaced`);
     }
 

@@ -330,6 +330,7 @@ describe('OpenAPI: live answers match the document', () => {
     expect(await call(api, 'triggerSchedule', { id: schedule.id }), 201);
     expect(await call(api, 'triggerScheduleById', {}, { schedule_id: schedule.id }), 201);
     expect(await call(api, 'listScheduleRuns', { id: schedule.id }), 200);
+    expect(await call(api, 'listScheduleHistory', { id: schedule.id }), 200);
     expect(await call(api, 'deleteSchedule', { id: schedule.id }), 200);
 
     // Workflows.
@@ -338,6 +339,8 @@ describe('OpenAPI: live answers match the document', () => {
     ).body;
     expect(await call(api, 'listWorkflows'), 200);
     expect(await call(api, 'getWorkflow', { id: flow.id }), 200);
+    expect(await call(api, 'listJobDependencies', { id: flow.jobs[1].id }), 200);
+    expect(await call(api, 'listJobDependencies', { id: '00000000-0000-7000-8000-000000000000' }), 404);
     expect(await call(api, 'retryWorkflow', { id: flow.id }), 409);
     expect(await call(api, 'cancelWorkflow', { id: flow.id }), 200);
     expect(await call(api, 'retryWorkflow', { id: flow.id }), 200);
@@ -356,8 +359,11 @@ describe('OpenAPI: live answers match the document', () => {
     const key = (await call(api, 'createApiKey', {}, { name: 'ro', permissions: ['jobs:read'] })).body;
     expect(await call(api, 'listApiKeys'), 200);
     expect(await call(api, 'getApiKey', { id: key.id }), 200);
+    expect(await call(api, 'updateApiKey', { id: key.id }, { name: 'read-only', permissions: ['jobs:read'] }), 200);
+    expect(await call(api, 'updateApiKey', { id: key.id }, { permissions: ['nope'] }), 422);
     expect(await call(api.as(key.key), 'enqueueJob', {}, { queue_name: 'oa', payload: {} }), 403);
     expect(await call(api, 'revokeApiKey', { id: key.id }), 200);
+    expect(await call(api, 'updateApiKey', { id: key.id }, { name: 'again' }), 409);
 
     // Sessions.
     const tokens = (await call(api, 'login', {}, { api_key: api.key })).body;
@@ -371,8 +377,9 @@ describe('OpenAPI: live answers match the document', () => {
     expect(await call(api, 'startEmailLogin', {}, { email: 'nobody@example.com' }), 202);
     expect(await call(api, 'verifyEmailLogin', {}, { email: 'nobody@example.com', code: '000000' }), 401);
 
-    // Usage, the incoming webhook.
+    // Usage, the dashboard overview, the incoming webhook.
     expect(await call(api, 'getUsage'), 200);
+    expect(await call(api, 'getDashboardOverview'), 200);
     const token = (await call(api, 'getWebhookToken')).body;
     const fresh = (await call(api, 'regenerateWebhookToken')).body;
     assert.notEqual(fresh.token, token.token);

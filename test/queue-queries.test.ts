@@ -45,6 +45,7 @@ describe('GET /api/v1/queues/:name', () => {
     assert.equal(empty.status, 200);
     assert.deepEqual(empty.body, {
       name: 'rec',
+      queue_name: 'rec',
       paused: false,
       paused_reason: null,
       paused_at: null,
@@ -120,7 +121,7 @@ describe('GET /api/v1/queues', () => {
     );
     const first = seen.find((q) => q.name === 'list-00');
     assert.deepEqual(first.counts, { ...ZERO, pending: 2 });
-    assert.deepEqual(Object.keys(first).sort(), ['config', 'counts', 'created_at', 'name', 'paused', 'paused_at', 'paused_reason', 'updated_at']);
+    assert.deepEqual(Object.keys(first).sort(), ['config', 'counts', 'created_at', 'name', 'paused', 'paused_at', 'paused_reason', 'queue_name', 'updated_at']);
 
     // Exactly one page: no next.
     const exact = await other.get(`${QUEUES}?limit=26`);

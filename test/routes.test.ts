@@ -354,7 +354,6 @@ describe('REST routes', () => {
       { op: 'complete', name: 'worker_id missing', body: (l) => ({ lease_id: l }), field: 'worker_id' },
       { op: 'complete', name: 'worker_id with bad chars', body: (l) => ({ worker_id: 'w 1', lease_id: l }), field: 'worker_id' },
       { op: 'complete', name: 'worker_id of 129 chars', body: (l) => ({ worker_id: 'w'.repeat(129), lease_id: l }), field: 'worker_id' },
-      { op: 'complete', name: 'lease_id missing', body: () => ({ worker_id: 'w1' }), field: 'lease_id' },
       { op: 'complete', name: 'lease_id empty', body: () => ({ worker_id: 'w1', lease_id: '' }), field: 'lease_id' },
       { op: 'complete', name: 'lease_id a number', body: () => ({ worker_id: 'w1', lease_id: 5 }), field: 'lease_id' },
       { op: 'fail', name: 'error missing', body: (l) => ({ worker_id: 'w1', lease_id: l }), field: 'error' },
@@ -362,7 +361,6 @@ describe('REST routes', () => {
       { op: 'fail', name: 'error not a string', body: (l) => ({ worker_id: 'w1', lease_id: l, error: { m: 'x' } }), field: 'error' },
       { op: 'fail', name: 'retryable not a boolean', body: (l) => ({ worker_id: 'w1', lease_id: l, error: 'x', retryable: 'no' }), field: 'retryable' },
       { op: 'fail', name: 'worker_id missing', body: (l) => ({ lease_id: l, error: 'x' }), field: 'worker_id' },
-      { op: 'fail', name: 'lease_id missing', body: () => ({ worker_id: 'w1', error: 'x' }), field: 'lease_id' },
       { op: 'heartbeat', name: 'worker_id missing', body: (l) => ({ lease_id: l }), field: 'worker_id' },
       { op: 'heartbeat', name: 'worker_id with bad chars', body: (l) => ({ worker_id: 'w:1', lease_id: l }), field: 'worker_id' },
       { op: 'heartbeat', name: 'lease_duration_secs 4', body: (l) => ({ worker_id: 'w1', lease_id: l, lease_duration_secs: 4 }), field: 'lease_duration_secs' },
@@ -382,8 +380,11 @@ describe('REST routes', () => {
         assertInvalid(await api.post(`${JOBS}/${id}/${op}`, '{"worker_id":'), '(body)');
         assertInvalid(await api.post(`${JOBS}/${id}/${op}`, '"w1"'), '(body)');
       }
-      assertInvalid(await api.post(`${JOBS}/${id}/complete`), 'worker_id', 'lease_id');
-      assertInvalid(await api.post(`${JOBS}/${id}/fail`), 'worker_id', 'lease_id', 'error');
+      assertInvalid(await api.post(`${JOBS}/${id}/complete`), 'worker_id');
+      assertInvalid(await api.post(`${JOBS}/${id}/fail`), 'worker_id', 'error');
+      // lease_id may be left out (fenced on worker_id alone, test/compat.test.ts): another worker is refused.
+      assertError(await api.post(`${JOBS}/${id}/complete`, { worker_id: 'w2' }), 409, 'LEASE_EXPIRED');
+      assertError(await api.post(`${JOBS}/${id}/fail`, { worker_id: 'w2', error: 'x' }), 409, 'LEASE_EXPIRED');
       const done = await api.post(`${JOBS}/${id}/complete`, { worker_id: 'w1', lease_id: lease });
       assert.equal(done.status, 200, JSON.stringify(done.body));
     });
@@ -507,10 +508,9 @@ describe('REST routes', () => {
   });
 
   describe('routing', () => {
-    test('404 for unknown routes, before any credential is asked for', async () => {
+    test('unknown routes: 404 with a valid credential, 401 without one (routes are not enumerable anonymously)', async () => {
       const anon = api.as('');
       for (const [method, p] of [
-        ['GET', '/ui/nope'], // `/` redirects to the dashboard (test/observability.test.ts)
         ['GET', '/nope'],
         ['GET', '/api/v1'],
         ['GET', '/api/v1/nope'],
@@ -519,8 +519,17 @@ describe('REST routes', () => {
         ['POST', `/api/v1/jobs/${jobId}/unknown-action`],
         ['GET', '/healthz'],
       ] as const) {
-        for (const who of [api, anon]) assertError(await who.call(method, p), 404, 'NOT_FOUND');
+        assertError(await api.call(method, p), 404, 'NOT_FOUND');
+        for (const who of [anon, api.as('svc_test_not-a-key'), api.as('eyJ.forged.token')]) assertError(await who.call(method, p), 401, 'UNAUTHORIZED');
+        // A key in the query string is refused there as on every route.
+        assertError(await api.call(method, `${p}?api_key=${api.key}`), 401, 'UNAUTHORIZED');
       }
+      // The dashboard's static space is public: its unknown files are 404 for anyone. `/` redirects to the
+      // dashboard (test/observability.test.ts).
+      for (const who of [api, anon]) assertError(await who.get('/ui/nope'), 404, 'NOT_FOUND');
+      // The public routes answer as before without a credential.
+      assert.equal((await anon.get('/health')).status, 200);
+      assert.equal((await anon.get('/api/v1/openapi.json')).status, 200);
     });
 
     test('405 with an Allow header for a known path and a wrong method', async () => {

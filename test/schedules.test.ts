@@ -58,9 +58,11 @@ describe('schedules', () => {
     const r = await api.post(S, { name: 'nightly', cron_expression: EVERY_MINUTE, queue_name: 'reports', payload_template: { kind: 'report' } });
     assert.equal(r.status, 201, JSON.stringify(r.body));
     assert.deepEqual(Object.keys(r.body).sort(), [
-      'created_at', 'cron_expression', 'id', 'last_run_at', 'max_retries', 'name', 'next_run_at', 'organization_id', 'paused',
+      'created_at', 'cron_expression', 'description', 'id', 'is_active', 'last_run_at', 'max_retries', 'name', 'next_run_at', 'organization_id', 'paused',
       'payload_template', 'priority', 'queue_name', 'timeout_seconds', 'timezone', 'updated_at',
     ]);
+    assert.equal(r.body.description, null);
+    assert.equal(r.body.is_active, true);
     assert.equal(r.body.timezone, 'UTC');
     assert.equal(r.body.priority, 0);
     assert.equal(r.body.max_retries, null);

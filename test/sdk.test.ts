@@ -561,24 +561,24 @@ describe('SDK: drift', () => {
     // has a method for it (or it is listed as deliberately left out).
     const covered = new Set(
       `POST /api/v1/jobs, GET /api/v1/jobs, GET /api/v1/jobs/{id}, DELETE /api/v1/jobs/{id}, POST /api/v1/jobs/bulk,
-      POST /api/v1/jobs/claim, POST /api/v1/jobs/{id}/complete, POST /api/v1/jobs/{id}/fail, POST /api/v1/jobs/{id}/heartbeat, POST /api/v1/jobs/{id}/progress, GET /api/v1/jobs/{id}/explain,
+      POST /api/v1/jobs/claim, POST /api/v1/jobs/{id}/complete, POST /api/v1/jobs/{id}/fail, POST /api/v1/jobs/{id}/heartbeat, POST /api/v1/jobs/{id}/progress, GET /api/v1/jobs/{id}/explain, GET /api/v1/jobs/{id}/dependencies,
       POST /api/v1/jobs/{id}/retry, PUT /api/v1/jobs/{id}/priority, GET /api/v1/jobs/stats, GET /api/v1/jobs/status,
       GET /api/v1/jobs/dlq, POST /api/v1/jobs/dlq/retry, POST /api/v1/jobs/dlq/purge,
       GET /api/v1/queues, POST /api/v1/queues, GET /api/v1/queues/{name}, DELETE /api/v1/queues/{name}, GET /api/v1/queues/{name}/stats,
       POST /api/v1/queues/{name}/pause, POST /api/v1/queues/{name}/resume, PUT /api/v1/queues/{name}/config,
       POST /api/v1/workers/register, GET /api/v1/workers, GET /api/v1/workers/{id}, POST /api/v1/workers/{id}/heartbeat, POST /api/v1/workers/{id}/deregister,
       POST /api/v1/schedules, GET /api/v1/schedules, GET /api/v1/schedules/{id}, PUT /api/v1/schedules/{id}, DELETE /api/v1/schedules/{id},
-      POST /api/v1/schedules/{id}/pause, POST /api/v1/schedules/{id}/resume, POST /api/v1/schedules/{id}/trigger, GET /api/v1/schedules/{id}/runs,
+      POST /api/v1/schedules/{id}/pause, POST /api/v1/schedules/{id}/resume, POST /api/v1/schedules/{id}/trigger, GET /api/v1/schedules/{id}/runs, GET /api/v1/schedules/{id}/history,
       POST /api/v1/workflows, GET /api/v1/workflows, GET /api/v1/workflows/{id}, POST /api/v1/workflows/{id}/cancel, POST /api/v1/workflows/{id}/retry,
       POST /api/v1/outgoing-webhooks, GET /api/v1/outgoing-webhooks, GET /api/v1/outgoing-webhooks/{id}, PUT /api/v1/outgoing-webhooks/{id},
       DELETE /api/v1/outgoing-webhooks/{id}, POST /api/v1/outgoing-webhooks/{id}/test, GET /api/v1/outgoing-webhooks/{id}/deliveries,
-      POST /api/v1/api-keys, GET /api/v1/api-keys, GET /api/v1/api-keys/{id}, DELETE /api/v1/api-keys/{id},
+      POST /api/v1/api-keys, GET /api/v1/api-keys, GET /api/v1/api-keys/{id}, PUT /api/v1/api-keys/{id}, DELETE /api/v1/api-keys/{id},
       POST /api/v1/auth/login, POST /api/v1/auth/refresh, GET /api/v1/auth/me, POST /api/v1/auth/logout, POST /api/v1/auth/email/start, POST /api/v1/auth/email/verify,
       GET /api/v1/organizations/usage, GET /api/v1/organizations/webhook-token, POST /api/v1/organizations/webhook-token/regenerate,
       POST /api/v1/organizations, POST /api/v1/webhooks/{org_id}/custom,
       GET /api/v1/admin/organizations, POST /api/v1/admin/organizations, PUT /api/v1/admin/organizations/{id}/plan,
       PUT /api/v1/admin/organizations/{id}/limits, POST /api/v1/admin/organizations/{id}/usage/reset,
-      GET /api/v1/events, GET /api/v1/events/jobs/{id}, GET /api/v1/events/queues/{name}, GET /health/ready`
+      GET /api/v1/events, GET /api/v1/events/jobs/{id}, GET /api/v1/events/queues/{name}, GET /health/ready, GET /api/v1/dashboard`
         .split(',')
         .map((s) => s.trim()),
     );

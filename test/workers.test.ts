@@ -48,13 +48,18 @@ describe('workers', () => {
     assert.equal(r.status, 201, JSON.stringify(r.body));
     const at = new Date(clock.now()).toISOString();
     assert.deepEqual(r.body, {
+      id: 'host-1.worker_a',
       worker_id: 'host-1.worker_a',
       queue_name: 'emails',
       hostname: 'host-1',
       max_concurrency: 4,
       metadata: { version: '1.2.3' },
+      version: null,
       registered_at: at,
       last_heartbeat_at: at,
+      last_heartbeat: at,
+      lease_duration_secs: 300,
+      heartbeat_interval_secs: 30,
       status: 'active',
     });
     assert.deepEqual(

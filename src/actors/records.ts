@@ -50,6 +50,8 @@ export interface JobRow extends JobState {
   /** A debounced job: later jobs with this key replace its payload and push its run time, up to debounce_until. */
   debounce_key: string | null;
   debounce_until: number | null;
+  /** Not started by this instant, the job is cancelled (last_error 'expired'); absent or null: never. */
+  expires_at?: number | null;
 }
 
 /** What a worker last reported of a job in flight. */
@@ -97,6 +99,8 @@ export type JournalRecord =
       progress?: Progress;
       /** The job gives up its idempotency key (its window is over and a new job takes the key). */
       dropKey?: true;
+      /** The job's expires_at is cleared (a revived job gets another chance to run). */
+      clearExpiry?: true;
       /** Return the whole row after the write (claims hand the payload to the worker). */
       returning?: boolean;
       /** Write only if the row is in one of these states (reviving a terminal job the actor does not hold). */

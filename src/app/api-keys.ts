@@ -1,14 +1,16 @@
 // API keys: create (counted against the `api_keys` quota; the key itself is returned once and never stored),
-// list, get, revoke (announced to every node: the key and every JWT issued from it stop working at once, and it
-// stops counting). Keys are written straight to the store: no actor owns them.
+// list, get, update (name, permissions: a change of permissions is announced to every node), revoke (announced to
+// every node: the key and every JWT issued from it stop working at once, and it stops counting). Keys are
+// written straight to the store: no actor owns them.
 import { randomUUID } from 'node:crypto';
 import Type, { type Static } from 'typebox';
 import { newApiKey } from '../actors/org/api-key.js';
-import { notFound } from '../errors.js';
+import { AppError, notFound } from '../errors.js';
 import { createApiKey } from '../io/db/sql/createApiKey.js';
 import { getApiKey, type ApiKeyRow } from '../io/db/sql/getApiKey.js';
 import { listApiKeys, type ApiKeyCursor } from '../io/db/sql/listApiKeys.js';
 import { revokeApiKey } from '../io/db/sql/revokeApiKey.js';
+import { updateApiKey } from '../io/db/sql/updateApiKey.js';
 import { validator, type Valid } from '../io/validate.js';
 import { PERMISSIONS, type Authenticator } from './auth.js';
 import type { AppContext } from './context.js';
@@ -27,12 +29,15 @@ export const Permission = Type.Union([
 PERMISSIONS satisfies ReadonlyArray<Static<typeof Permission>>;
 export const Permissions = Type.Array(Permission, { minItems: 1, maxItems: PERMISSIONS.length, uniqueItems: true });
 
-export const CreateKeyBody = validator(
-  Type.Object({
-    name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
-    permissions: Type.Optional(Permissions),
-  }),
-);
+const KeyName = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
+
+export const CreateKeyBody = validator(Type.Object({ name: KeyName, permissions: Type.Optional(Permissions) }));
+
+/** The same fields and rules as create; those left out keep their value. */
+export const UpdateKeyBody = validator(Type.Object({ name: Type.Optional(KeyName), permissions: Type.Optional(Permissions) }));
+
+/** `*` already grants everything: a list holding it is just `*`. */
+const normalized = (permissions: ReadonlyArray<string>): string[] => (permissions.includes('*') ? ['*'] : [...permissions]);
 
 export class ApiKeys {
   constructor(
@@ -51,8 +56,7 @@ export class ApiKeys {
         name: body.name,
         digest,
         prefix,
-        // `*` already grants everything: a list holding it is just `*`.
-        permissions: body.permissions === undefined || body.permissions.includes('*') ? ['*'] : body.permissions,
+        permissions: normalized(body.permissions ?? ['*']),
         at: new Date(this.c.clock.now()),
       });
       return { row, key };
@@ -71,6 +75,23 @@ export class ApiKeys {
     const row = isUuid(id) ? await getApiKey(this.c.store, org, id.toLowerCase()) : null;
     if (!row) throw notFound('API key');
     return row;
+  }
+
+  /**
+   * Renames the key or replaces its permissions (404 for another organization's key, 409 for a revoked one).
+   * New permissions apply at once on every node, to the key and to the JWTs issued from it (auth.ts).
+   */
+  async update(org: string, id: string, body: Valid<typeof UpdateKeyBody>): Promise<ApiKeyRow> {
+    const done = isUuid(id)
+      ? await updateApiKey(this.c.store, org, id.toLowerCase(), {
+          ...(body.name !== undefined ? { name: body.name } : {}),
+          ...(body.permissions !== undefined ? { permissions: normalized(body.permissions) } : {}),
+        })
+      : null;
+    if (!done) throw notFound('API key');
+    if (!done.updated) throw new AppError('CONFLICT', 'The API key is revoked; it can no longer be changed');
+    if (done.permissionsChanged) await this.auth.keyChanged(done.key.id);
+    return done.key;
   }
 
   /** Revokes the key; revoking a revoked key answers it as it is (its first revocation time). */

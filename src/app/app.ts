@@ -4,6 +4,7 @@ import { ApiCalls } from './api-calls.js';
 import { ApiKeys } from './api-keys.js';
 import { Authenticator, Sessions } from './auth.js';
 import type { AppContext } from './context.js';
+import { Dashboard } from './dashboard.js';
 import { DeadLetters } from './dlq.js';
 import { IncomingWebhooks } from './incoming-webhooks.js';
 import { Jobs } from './jobs.js';
@@ -37,10 +38,14 @@ export interface App {
   /** The admission of every authenticated request, and its count. */
   limiter: RateLimiter;
   apiCalls: ApiCalls;
+  /** The organization's overview (GET /api/v1/dashboard). */
+  dashboard: Dashboard;
 }
 
-export function createApp(ctx: AppContext): App {
+/** `version`: the node's, which the dashboard overview reports. */
+export function createApp(ctx: AppContext, version: string): App {
   const jobs = new Jobs(ctx);
+  const workers = new Workers(ctx);
   const scheduler = new Scheduler(ctx, jobs);
   const auth = new Authenticator(ctx);
   const limiter = new RateLimiter(ctx.actors, ctx.clock);
@@ -50,7 +55,7 @@ export function createApp(ctx: AppContext): App {
     jobs,
     queues: new Queues(ctx),
     dlq: new DeadLetters(ctx, jobs),
-    workers: new Workers(ctx),
+    workers,
     incomingWebhooks: new IncomingWebhooks(ctx, jobs),
     webhooks: new Webhooks(ctx),
     schedules: new Schedules(ctx, scheduler),
@@ -62,5 +67,6 @@ export function createApp(ctx: AppContext): App {
     organizations: new Organizations(ctx, limiter, apiCalls),
     limiter,
     apiCalls,
+    dashboard: new Dashboard(ctx, workers, version),
   };
 }

@@ -3,9 +3,11 @@
 // metadata).
 //
 // Keys are cached for a short time, by digest (API key credentials) and by id (the key behind a JWT, which dies
-// with its key): the lookup is on every request's path. Revocation is immediate: revoking a key calls
-// `revokeKey`, which marks the key dead in this node's cache (a lookup already in flight cannot bring it back)
-// and tells the other nodes through the invalidation channel (LISTEN/NOTIFY), which do the same.
+// with its key, and whose permissions are narrowed to the key's current ones): the lookup is on every request's
+// path. Revocation is immediate: revoking a key calls `revokeKey`, which marks the key dead in this node's cache
+// (a lookup already in flight cannot bring it back) and tells the other nodes through the invalidation channel
+// (LISTEN/NOTIFY), which do the same. A change of a key's permissions (`keyChanged`) drops it from every node's
+// cache the same way, so the next request reads the new permissions.
 //
 // JWT ids revoked by logout live in the store and in memory here, loaded at boot, announced to the other nodes
 // the same way, and dropped once expired.
@@ -83,6 +85,8 @@ export class Authenticator {
   private readonly digests = new Map<string, string>();
   /** Keys revoked on this node lately (real-time ms until which to remember), kept apart from the evictable cache. */
   private readonly revokedKeys = new Map<string, number>();
+  /** Changes of keys' permissions applied on this node: a read in flight across one is not cached. */
+  private rereads = 0;
   /** Key id → clock time of the last last_used_at write this node made. */
   private readonly lastUsedWrites = new Map<string, number>();
   /** Revoked jti → expiry (epoch ms). */
@@ -115,9 +119,10 @@ export class Authenticator {
     const id = this.digests.get(digest);
     let state = id === undefined ? undefined : this.fresh(id);
     if (!state) {
+      const rereads = this.rereads;
       const row = await findApiKey(this.store, digest);
       if (!row) throw new AppError('UNAUTHORIZED', 'Invalid API key');
-      state = this.remember(row);
+      state = this.remember(row, rereads);
     }
     if (state.revoked) throw new AppError('UNAUTHORIZED', 'Invalid API key');
     this.touch(state.principal.apiKeyId!);
@@ -127,8 +132,9 @@ export class Authenticator {
   /** The principal of verified access-token claims: not revoked, and its key (if any) still live. */
   private async principalOf(claims: TokenClaims): Promise<Principal> {
     this.checkSession(claims);
+    let key: KeyState | null = null;
     if (claims.apiKeyId !== null) {
-      const key = await this.keyById(claims.apiKeyId);
+      key = await this.keyById(claims.apiKeyId);
       if (!key || key.revoked || key.principal.organizationId !== claims.organizationId) {
         throw new AppError('UNAUTHORIZED', 'The API key this token was issued for has been revoked');
       }
@@ -137,7 +143,7 @@ export class Authenticator {
     return {
       organizationId: claims.organizationId,
       apiKeyId: claims.apiKeyId,
-      permissions: claims.permissions,
+      permissions: key === null ? claims.permissions : narrowed(claims.permissions, key.principal.permissions),
       via: claims.via === 'email' ? 'email' : 'jwt',
       tokenId: claims.jti,
       sessionId: claims.sid,
@@ -157,6 +163,15 @@ export class Authenticator {
     return key && !key.revoked ? key.principal : null;
   }
 
+  /**
+   * The key's permissions changed in the store: every node reads it again, so the key and the JWTs issued from
+   * it get the new permissions at once; its open streams end (they were authorized under the old ones).
+   */
+  async keyChanged(id: string): Promise<void> {
+    this.keyReread(id);
+    await this.announce({ kind: 'api_key_changed', id });
+  }
+
   /** The key was revoked in the store: from now on every node refuses it and every JWT issued from it. */
   async revokeKey(id: string): Promise<void> {
     this.keyRevoked(id);
@@ -166,14 +181,27 @@ export class Authenticator {
   /** Revocations announced by a node (this one included). */
   apply(inv: Invalidation): void {
     if (inv.kind === 'api_key') this.keyRevoked(inv.id);
+    else if (inv.kind === 'api_key_changed') this.keyReread(inv.id);
     else if (inv.kind === 'tokens') this.tokensRevoked(inv.tokens);
   }
 
   /** Announcements may have been lost (the channel reconnected): cached keys are read again, revoked ids reloaded. */
   resync(): void {
+    this.rereads++;
     this.keys.clear();
     this.digests.clear();
     this.start().catch((err) => this.log.error('could not reload revoked tokens', err));
+  }
+
+  /** Drops the cached key (the next use reads it again) and ends the streams opened with it. */
+  private keyReread(id: string): void {
+    this.rereads++;
+    const state = this.keys.get(id);
+    if (state) {
+      this.keys.delete(id);
+      this.digests.delete(state.digest);
+    }
+    this.tellListeners({ keyId: id, tokenIds: [], changed: true });
   }
 
   private keyRevoked(id: string): void {
@@ -235,8 +263,9 @@ export class Authenticator {
   private async keyById(id: string): Promise<KeyState | null> {
     const state = this.fresh(id);
     if (state) return state;
+    const rereads = this.rereads;
     const row = await findApiKeyById(this.store, id);
-    return row ? this.remember(row) : null;
+    return row ? this.remember(row, rereads) : null;
   }
 
   private fresh(id: string): KeyState | undefined {
@@ -244,7 +273,8 @@ export class Authenticator {
     return state && state.until > Date.now() ? state : undefined;
   }
 
-  private remember(row: KeyRow): KeyState {
+  /** `rereads`: the count when the read began; a key changed since may have been read as it was, and is not cached. */
+  private remember(row: KeyRow, rereads: number): KeyState {
     const now = Date.now();
     const revokedHere = (this.revokedKeys.get(row.id) ?? 0) > now;
     const state: KeyState = {
@@ -254,6 +284,7 @@ export class Authenticator {
       revoked: row.revoked || revokedHere,
       until: now + CACHE_MS,
     };
+    if (rereads !== this.rereads) return state;
     const old = this.keys.get(row.id);
     if (old) {
       this.keys.delete(row.id);
@@ -285,6 +316,18 @@ export class Authenticator {
 export interface Revocation {
   keyId: string | null;
   tokenIds: string[];
+  /** The key is not revoked, its permissions changed: what was opened with it ends, and may open again. */
+  changed?: true;
+}
+
+/**
+ * A token's permissions as its key now allows them: what it was issued with, within what the key holds today
+ * (a key narrowed after the token was issued narrows the token; a key widened does not widen it).
+ */
+function narrowed(token: readonly string[], key: readonly string[]): readonly string[] {
+  if (key.includes('*')) return token;
+  if (token.includes('*')) return key;
+  return token.filter((p) => key.includes(p));
 }
 
 export function authorize(principal: Principal, permission: string): void {

@@ -1,13 +1,14 @@
 // Jobs: every operation on jobs, written once, for REST, gRPC, incoming webhooks and the scheduler alike.
 //
-//   enqueue     validate the definition's times and URL, admit it against the quotas (413, 429), ask the
-//               queue's actor to insert it (commit before reply); a duplicate idempotency key answers the job
-//               holding it (created: false) and gives the admission back
+//   enqueue     validate the definition's times (expires_at in the future and after scheduled_at) and URL,
+//               admit it against the quotas (413, 429), ask the queue's actor to insert it (commit before reply);
+//               a duplicate idempotency key answers the job holding it (created: false) and gives the admission back
 //   bulk        each item validated alone (an invalid item is reported, not fatal), the valid ones admitted
 //               together, then enqueued one by one
 //   claim       the queue's actor hands out up to `limit` jobs under leases (long poll with wait_ms); jobs
 //               claimed for a client that left are unclaimed (pending again at once, no attempt spent)
-//   complete / fail / heartbeat / progress    the actor holding the job checks the lease (409 LEASE_EXPIRED;
+//   complete / fail / heartbeat / progress    the actor holding the job checks the lease, on worker_id alone when no
+//               lease_id is sent (409 LEASE_EXPIRED;
 //               JOB_CANCELLED when the job was cancelled under this very worker: docs/flow-control.md)
 //   completeMany    a batch acknowledgement: one ask per queue actor for all its items, one outcome per item
 //               (a stale lease fails its own item only)
@@ -47,6 +48,9 @@ export const JobDefinition = Type.Object({
   idempotency_key: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   priority: Type.Optional(Priority),
   scheduled_at: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()])),
+  expires_at: Type.Optional(
+    Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description: 'not started by then (RFC 3339), the job is cancelled with last_error "expired"' }),
+  ),
   max_retries: Type.Optional(MaxRetries),
   timeout_seconds: Type.Optional(LeaseSecs),
   completion_webhook: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])),
@@ -94,7 +98,9 @@ export const ClaimBody = validator(
 );
 export type ClaimRequest = Valid<typeof ClaimBody>;
 
-export const CompleteBody = validator(Type.Object({ worker_id: WorkerId, lease_id: LeaseId, result: Type.Optional(Type.Unknown()) }));
+// lease_id may be left out: the lease is then fenced on worker_id alone, as a heartbeat's is (clients written
+// for the hosted service send none). A lease_id that is sent must match.
+export const CompleteBody = validator(Type.Object({ worker_id: WorkerId, lease_id: Type.Optional(LeaseId), result: Type.Optional(Type.Unknown()) }));
 /** Items of one batch acknowledgement: enough for a worker's whole prefetch, small enough to answer at once. */
 export const ACK_MAX = 500;
 /** A batch acknowledgement; `worker_id` at the top is the default of the items. */
@@ -111,7 +117,7 @@ export type CompleteManyRequest = Valid<typeof CompleteManyBody>;
 export const FailBody = validator(
   Type.Object({
     worker_id: WorkerId,
-    lease_id: LeaseId,
+    lease_id: Type.Optional(LeaseId),
     error: Type.String({ minLength: 1, maxLength: 10_000 }),
     retryable: Type.Optional(Type.Boolean()),
   }),
@@ -155,7 +161,8 @@ export interface AckOutcome {
 }
 
 export interface BulkOutcome {
-  succeeded: Array<{ index: number; id: string; created: boolean }>;
+  /** `job_id` repeats `id` (clients of the hosted service read it). */
+  succeeded: Array<{ index: number; id: string; job_id: string; created: boolean }>;
   failed: Array<{ index: number; error: Record<string, unknown> }>;
   total: number;
   success_count: number;
@@ -164,6 +171,18 @@ export interface BulkOutcome {
 
 /** A terminal job to revive, with the queue whose actor holds it once live. */
 export type Revival = ReviveInput & { queue_name: string };
+
+/**
+ * A job's expires_at as epoch ms (null when absent), or a problem: an instant that is already past, or not after
+ * its scheduled_at, would cancel the job before it could ever run.
+ */
+export function expiryOf(value: string | null | undefined, scheduledAt: number | null, now: number, problems: FieldProblem[], field = 'expires_at'): number | null {
+  const at = parseTime(field, value);
+  if (at === null) return null;
+  if (at <= now) problems.push({ field, message: 'must be in the future' });
+  else if (scheduledAt !== null && at <= scheduledAt) problems.push({ field, message: 'must be after scheduled_at' });
+  return at;
+}
 
 /** A job definition compiled for the queue actor, with its payload size (the quota's payload cap). */
 export interface CompiledJob {
@@ -202,6 +221,9 @@ export class Jobs {
       if (d.max_delay_ms != null && d.max_delay_ms < d.delay_ms) problems.push({ field: 'debounce.max_delay_ms', message: 'must be at least delay_ms' });
     }
     if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
+    const scheduledAt = parseTime('scheduled_at', def.scheduled_at);
+    const expiresAt = expiryOf(def.expires_at, scheduledAt, this.c.clock.now(), problems);
+    if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
     return {
       queue: def.queue_name,
       bytes: Buffer.byteLength(JSON.stringify(def.payload)),
@@ -210,7 +232,8 @@ export class Jobs {
         priority: def.priority ?? 0,
         max_retries: def.max_retries ?? null,
         timeout_seconds: def.timeout_seconds ?? null,
-        scheduled_at: parseTime('scheduled_at', def.scheduled_at),
+        scheduled_at: scheduledAt,
+        expires_at: expiresAt,
         idempotency_key: def.idempotency_key ?? null,
         tags: Array.isArray(def.tags) ? Object.fromEntries(def.tags.map((t) => [t, ''])) : (def.tags ?? {}),
         completion_webhook: this.completionWebhook(def.completion_webhook),
@@ -251,7 +274,7 @@ export class Jobs {
       const outcomes = await Promise.allSettled(valid.map((v) => this.enqueueAdmitted(org, v.queue, v.input, admission)));
       outcomes.forEach((o, i) => {
         const index = valid[i]!.index;
-        if (o.status === 'fulfilled') succeeded.push({ index, id: o.value.job.id as string, created: o.value.created });
+        if (o.status === 'fulfilled') succeeded.push({ index, id: o.value.job.id as string, job_id: o.value.job.id as string, created: o.value.created });
         else failed.push({ index, error: (o.reason instanceof AppError ? o.reason : new AppError('INTERNAL')).toBody() });
       });
     }
@@ -316,7 +339,7 @@ export class Jobs {
 
   async complete(org: string, id: string, r: CompleteRequest): Promise<QueueOps['complete']['reply']> {
     const queue = await this.queueOf(org, id);
-    return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'complete', { id, worker_id: r.worker_id, lease_id: r.lease_id, result: r.result ?? null }));
+    return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'complete', { id, worker_id: r.worker_id, lease_id: r.lease_id ?? null, result: r.result ?? null }));
   }
 
   /**
@@ -376,7 +399,7 @@ export class Jobs {
     return this.leased(org, id, r.worker_id, this.c.actors.ask(org, queue, 'fail', {
       id,
       worker_id: r.worker_id,
-      lease_id: r.lease_id,
+      lease_id: r.lease_id ?? null,
       error: r.error,
       retryable: r.retryable ?? true,
     }));

@@ -3,7 +3,7 @@
 //   create      the definition checked whole (422 for a cron expression or zone that cannot fire, 413 for a
 //               payload template over the plan's cap), a `schedules` slot reserved (429), then the row, with
 //               its first fire time (none when created paused); a failed insert gives the slot back
-//   update      fields left out keep their value, null clears max_retries and timeout_seconds; the next fire
+//   update      fields left out keep their value, null clears description, max_retries and timeout_seconds; the next fire
 //               time is recomputed from now; an unchanged payload template is not re-checked against the cap
 //   delete      the row and its run history; only a delete that removed a row gives the slot back
 //   pause / resume    resuming starts from now: fire times missed while paused are not owed
@@ -30,6 +30,7 @@ import type { RunRecord, Scheduler } from './scheduler.js';
 
 const Definition = {
   name: Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' }),
+  description: Type.Union([Type.String({ maxLength: 1000 }), Type.Null()], { description: 'free text (null: none)' }),
   cron_expression: Type.String({
     minLength: 1,
     maxLength: 200,
@@ -46,6 +47,7 @@ const Definition = {
 export const CreateScheduleBody = validator(
   Type.Object({
     name: Definition.name,
+    description: Type.Optional(Definition.description),
     cron_expression: Definition.cron_expression,
     timezone: Type.Optional(Definition.timezone),
     queue_name: Definition.queue_name,
@@ -60,6 +62,7 @@ export const CreateScheduleBody = validator(
 export const UpdateScheduleBody = validator(
   Type.Object({
     name: Type.Optional(Definition.name),
+    description: Type.Optional(Definition.description),
     cron_expression: Type.Optional(Definition.cron_expression),
     timezone: Type.Optional(Definition.timezone),
     queue_name: Type.Optional(Definition.queue_name),
@@ -89,6 +92,7 @@ export class Schedules {
       id,
       {
         name: body.name,
+        description: body.description ?? null,
         cron_expression: body.cron_expression.trim(),
         timezone: body.timezone ?? 'UTC',
         queue_name: body.queue_name,
@@ -120,7 +124,7 @@ export class Schedules {
     return row;
   }
 
-  /** Fields left out keep their value; null clears max_retries and timeout_seconds. next_run_at is recomputed from now. */
+  /** Fields left out keep their value; null clears description, max_retries and timeout_seconds. next_run_at is recomputed from now. */
   async update(org: string, id: string, body: Valid<typeof UpdateScheduleBody>): Promise<ScheduleRow> {
     const cur = await this.get(org, id);
     const now = this.c.clock.now();
@@ -129,6 +133,7 @@ export class Schedules {
       cur.id,
       {
         name: body.name ?? cur.name,
+        description: body.description === undefined ? cur.description : body.description,
         cron_expression: body.cron_expression?.trim() ?? cur.cron_expression,
         timezone: body.timezone ?? cur.timezone,
         queue_name: body.queue_name ?? cur.queue_name,

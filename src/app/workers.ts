@@ -33,9 +33,23 @@ export const RegisterBody = validator(
     hostname: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()])),
     max_concurrency: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 10_000 }), Type.Null()])),
     metadata: Type.Optional(JsonObject),
+    version: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 100 }), Type.Null()], { description: "the worker's own version" })),
   }),
 );
 export type RegisterRequest = Valid<typeof RegisterBody>;
+
+/**
+ * What a worker is told of its timing with every answer (clients written for the hosted service schedule their
+ * heartbeats and leases from it): heartbeat at least every `heartbeat_interval_secs` (a quarter of the reaper's
+ * WORKER_STALE_SECONDS, so three heartbeats may be lost before it is reaped); a claim that names no
+ * lease_duration_secs gets the job's timeout, DEFAULT_TIMEOUT_SECONDS unless the job or its queue says otherwise.
+ */
+export interface WorkerTiming {
+  lease_duration_secs: number;
+  heartbeat_interval_secs: number;
+  /** A worker whose last heartbeat is older than this is unhealthy (the dashboard): two intervals missed. */
+  healthy_within_secs: number;
+}
 
 /** The worker's row, and whether this registration created it (false: an existing row refreshed). */
 export interface Registered {
@@ -48,7 +62,12 @@ export class Workers {
   /** The registration in flight per worker id on this node: the next one of the same id waits for it. */
   private readonly inFlight = new Map<string, Promise<unknown>>();
 
-  constructor(private readonly c: AppContext) {}
+  readonly timing: WorkerTiming;
+
+  constructor(private readonly c: AppContext) {
+    const interval = Math.max(1, Math.floor(c.config.workerStaleSeconds / 4));
+    this.timing = { lease_duration_secs: c.config.defaultTimeoutSeconds, heartbeat_interval_secs: interval, healthy_within_secs: 2 * interval };
+  }
 
   async register(org: string, r: RegisterRequest): Promise<Registered> {
     const { worker_id, ...fields } = r;

@@ -11,6 +11,7 @@
 //              parents all completed, and end the workflow when its jobs say so (completed | failed |
 //              cancelled). Every step reads the rows first and repeats safely: a release or a cancel that
 //              already happened is skipped by the queue actor.
+//   neighbours a job's dependencies and dependents in its workflow (GET /jobs/:id/dependencies)
 //   cancel     every live job, then the workflow (409 WORKFLOW_NOT_LIVE once completed or cancelled)
 //   retry      a failed or cancelled workflow: a 'workflows' slot again, its dead-lettered and cancelled jobs
 //              revived through Jobs.revive (admitted first; blocked while a parent has not completed), then
@@ -26,16 +27,18 @@ import { JobIds } from '../actors/ids.js';
 import type { EnqueueInput } from '../actors/queue/queue-actor.js';
 import type { DomainEvent } from '../actors/records.js';
 import { doomed, graphProblems, isLive, outcome, releasable, waitsOnParents, WORKFLOW_MAX_JOBS, type WorkflowStatus } from '../actors/workflow/graph.js';
-import { AppError, notFound, validationError } from '../errors.js';
+import { AppError, notFound, validationError, type FieldProblem } from '../errors.js';
 import { createWorkflow } from '../io/db/sql/createWorkflow.js';
 import { getWorkflow, type WorkflowJobRow, type WorkflowRow } from '../io/db/sql/getWorkflow.js';
+import { jobDependencies, type Dependency } from '../io/db/sql/jobDependencies.js';
+import { jobDependents } from '../io/db/sql/jobDependents.js';
 import { listWorkflows } from '../io/db/sql/listWorkflows.js';
 import { setWorkflowStatus } from '../io/db/sql/setWorkflowStatus.js';
 import { unfinishedWorkflows } from '../io/db/sql/unfinishedWorkflows.js';
 import { validator, type Valid } from '../io/validate.js';
 import type { AppContext } from './context.js';
 import { JsonObject, LeaseSecs, MaxRetries, Priority, QueueName } from './fields.js';
-import type { Jobs } from './jobs.js';
+import { expiryOf, type Jobs } from './jobs.js';
 import { Periodic } from './periodic.js';
 
 /** A 'creating' workflow older than this, that no request of this node is creating, was left by a crash. */
@@ -52,7 +55,9 @@ export const CreateWorkflowBody = validator(
     name: Type.String({ minLength: 1, maxLength: 200, pattern: '\\S' }),
     jobs: Type.Array(
       Type.Object({
-        name: JobName,
+        // One of the two is required; `key` is the name clients of the hosted service send.
+        name: Type.Optional(JobName),
+        key: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'another name for name' })),
         queue_name: QueueName,
         payload: JsonObject,
         depends_on: Type.Optional(Type.Array(JobName, { maxItems: WORKFLOW_MAX_JOBS, uniqueItems: true })),
@@ -60,6 +65,9 @@ export const CreateWorkflowBody = validator(
         max_retries: Type.Optional(MaxRetries),
         timeout_seconds: Type.Optional(LeaseSecs),
         tags: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 256 }))),
+        expires_at: Type.Optional(
+          Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description: 'not started by then (RFC 3339), the job is cancelled as expired' }),
+        ),
       }),
       { minItems: 1, maxItems: WORKFLOW_MAX_JOBS },
     ),
@@ -124,8 +132,14 @@ export class Workflows {
    * every job at once against the job quotas), then the protocol above. Answers the workflow once it runs.
    */
   async create(org: string, body: Valid<typeof CreateWorkflowBody>): Promise<WorkflowGraph> {
-    const defs = body.jobs.map((j) => ({ ...j, depends_on: j.depends_on ?? [] }));
-    const problems = graphProblems(defs);
+    const named: FieldProblem[] = [];
+    const defs = body.jobs.map(({ key, ...j }, i) => {
+      if (j.name !== undefined && key !== undefined && j.name !== key) named.push({ field: `jobs.${i}.key`, message: 'must equal name when both are given' });
+      if (j.name === undefined && key === undefined) named.push({ field: `jobs.${i}.name`, message: 'is required (or key)' });
+      const expires_at = expiryOf(j.expires_at, null, this.c.clock.now(), named, `jobs.${i}.expires_at`);
+      return { ...j, name: j.name ?? key ?? '', depends_on: j.depends_on ?? [], expires_at };
+    });
+    const problems = named.length > 0 ? named : graphProblems(defs);
     if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
     const { store, quotas, clock } = this.c;
     await quotas.reserve(org, 'workflows');
@@ -150,6 +164,7 @@ export class Workflows {
       max_retries: d.max_retries ?? null,
       timeout_seconds: d.timeout_seconds ?? null,
       tags: d.tags ?? {},
+      expires_at: d.expires_at,
       job_id: this.ids.next(clock.now()),
     }));
     this.creating.add(id);
@@ -177,6 +192,7 @@ export class Workflows {
             id: j.job_id,
             workflow_id: id,
             blocked: true,
+            expires_at: j.expires_at,
           };
           return this.jobs.enqueueAdmitted(org, j.queue_name, input, admission);
         }),
@@ -211,6 +227,21 @@ export class Workflows {
     const g = await getWorkflow(this.c.store, org, id);
     if (!g) throw notFound('Workflow');
     return g;
+  }
+
+  /**
+   * A job's place in its workflow: the jobs it waits for and the jobs that wait for it, with their states (both
+   * empty for a job outside any workflow). 404 for a job the organization does not have.
+   */
+  async neighbours(org: string, jobId: string): Promise<{ workflow_id: string | null; dependencies: Dependency[]; dependents: Dependency[] }> {
+    const job = await this.jobs.get(org, jobId);
+    const workflowId = (job.workflow_id as string | null) ?? null;
+    if (workflowId === null) return { workflow_id: null, dependencies: [], dependents: [] };
+    const [dependencies, dependents] = await Promise.all([
+      jobDependencies(this.c.store, org, jobId),
+      jobDependents(this.c.store, org, jobId),
+    ]);
+    return { workflow_id: workflowId, dependencies, dependents };
   }
 
   /** Cancels every live job, then the workflow (409 once it is completed or cancelled); answers it as it now is. */

@@ -2,7 +2,7 @@
 // (strings) or from an actor (epoch ms); every timestamp leaves as ISO 8601 UTC. The completion webhook secret never leaves.
 import type { WorkerRow } from './db/sql/getWorker.js';
 
-const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at', 'updated_at', 'lease_expires_at', 'idempotency_expires_at'] as const;
+const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at', 'updated_at', 'lease_expires_at', 'idempotency_expires_at', 'expires_at'] as const;
 
 const isoOf = (v: unknown): string | null => {
   if (v === null || v === undefined) return null;
@@ -50,16 +50,25 @@ export function presentTimes(reply: object): Record<string, unknown> {
   return out;
 }
 
-/** A worker as REST shows it (gRPC maps this to a queue.v1.Worker). */
-export function presentWorker(row: WorkerRow): Record<string, unknown> {
+/**
+ * A worker as REST shows it (gRPC maps this to a queue.v1.Worker). `id` repeats `worker_id` and `last_heartbeat`
+ * repeats `last_heartbeat_at`, and the timing is the service's: clients written for the hosted service read them.
+ */
+export function presentWorker(row: WorkerRow, timing: { lease_duration_secs: number; heartbeat_interval_secs: number }): Record<string, unknown> {
+  const lastHeartbeat = isoOf(row.last_heartbeat_at);
   return {
+    id: row.id,
     worker_id: row.id,
     queue_name: row.queue_name,
     hostname: row.hostname,
     max_concurrency: row.max_concurrency,
     metadata: row.metadata,
+    version: row.version,
     registered_at: isoOf(row.registered_at),
-    last_heartbeat_at: isoOf(row.last_heartbeat_at),
+    last_heartbeat_at: lastHeartbeat,
+    last_heartbeat: lastHeartbeat,
+    lease_duration_secs: timing.lease_duration_secs,
+    heartbeat_interval_secs: timing.heartbeat_interval_secs,
     status: 'active',
   };
 }

@@ -8,6 +8,9 @@ import type {
   AckItem,
   AckResult,
   ApiKey,
+  ApiKeyUpdate,
+  DashboardOverview,
+  JobDependencies,
   BulkDefaults,
   BulkItem,
   BulkResult,
@@ -143,6 +146,11 @@ export class SluiceClient {
   get url(): string {
     return this.http.baseUrl;
   }
+
+  /** The organization's overview: version, uptime, store, job counts and 24 h figures, queues, workers. */
+  dashboard(o: CallOptions = {}): Promise<DashboardOverview> {
+    return this.http.request<DashboardOverview>({ method: 'GET', path: '/api/v1/dashboard', signal: o.signal }).then((r) => r.body);
+  }
 }
 
 abstract class Resource {
@@ -169,8 +177,12 @@ abstract class Resource {
 }
 
 function jobBody<P>(def: JobDefinition<P> | BulkItem<P>): Record<string, unknown> {
-  const { scheduled_at, ...rest } = def;
-  return scheduled_at === undefined ? { ...rest } : { ...rest, scheduled_at: iso(scheduled_at) };
+  const { scheduled_at, expires_at, ...rest } = def;
+  return {
+    ...rest,
+    ...(scheduled_at === undefined ? {} : { scheduled_at: iso(scheduled_at) }),
+    ...(expires_at === undefined ? {} : { expires_at: iso(expires_at) }),
+  };
 }
 
 function jobQuery(f: Omit<JobFilter, 'status'>): Query {
@@ -215,7 +227,8 @@ export class Jobs extends Resource {
     return r.jobs;
   }
 
-  complete(id: string, body: { worker_id: string; lease_id: string; result?: unknown }, o: CallOptions = {}): Promise<CompleteReply> {
+  /** Without `lease_id` the service checks that `worker_id` holds the live lease. */
+  complete(id: string, body: { worker_id: string; lease_id?: string; result?: unknown }, o: CallOptions = {}): Promise<CompleteReply> {
     return this.call('POST', `/api/v1/jobs/${seg(id)}/complete`, { body, idempotent: true, signal: o.signal });
   }
 
@@ -228,7 +241,7 @@ export class Jobs extends Resource {
   }
 
   /** `retryable: false` dead-letters the job at once. */
-  fail(id: string, body: { worker_id: string; lease_id: string; error: string; retryable?: boolean }, o: CallOptions = {}): Promise<FailReply> {
+  fail(id: string, body: { worker_id: string; lease_id?: string; error: string; retryable?: boolean }, o: CallOptions = {}): Promise<FailReply> {
     return this.call('POST', `/api/v1/jobs/${seg(id)}/fail`, { body, idempotent: true, signal: o.signal });
   }
 
@@ -244,6 +257,11 @@ export class Jobs extends Resource {
     o: CallOptions = {},
   ): Promise<{ id: string } & JobProgress> {
     return this.call('POST', `/api/v1/jobs/${seg(id)}/progress`, { body, idempotent: true, signal: o.signal });
+  }
+
+  /** The job's neighbours in its workflow: the jobs it waits for and those that wait for it (empty outside a workflow). */
+  dependencies(id: string, o: CallOptions = {}): Promise<JobDependencies> {
+    return this.call('GET', `/api/v1/jobs/${seg(id)}/dependencies`, o);
   }
 
   /** Why a job is not running: every reason that holds now, with its data. */
@@ -408,9 +426,9 @@ export class Schedules extends Resource {
     return this.paginate<ScheduleRun>(`/api/v1/schedules/${seg(id)}/runs`, {}, o);
   }
 
-  /** Another name for `runs`. */
+  /** The same list at `/history` (the name clients of the hosted service use); cursors work on both. */
   history(id: string, o: ListOptions = {}): Paginator<ScheduleRun> {
-    return this.runs(id, o);
+    return this.paginate<ScheduleRun>(`/api/v1/schedules/${seg(id)}/history`, {}, o);
   }
 }
 
@@ -481,6 +499,14 @@ export class ApiKeys extends Resource {
 
   get(id: string, o: CallOptions = {}): Promise<ApiKey> {
     return this.call('GET', `/api/v1/api-keys/${seg(id)}`, o);
+  }
+
+  /**
+   * Rename the key or replace its permissions (fields left out keep their value). New permissions apply at once to
+   * the key and narrow the tokens issued from it. 409 ConflictError for a revoked key.
+   */
+  update(id: string, changes: ApiKeyUpdate, o: CallOptions = {}): Promise<ApiKey> {
+    return this.call('PUT', `/api/v1/api-keys/${seg(id)}`, { body: changes, idempotent: true, signal: o.signal });
   }
 
   /** The key and every token issued from it stop working at once. */

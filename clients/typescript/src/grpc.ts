@@ -329,10 +329,11 @@ function fromPbJob(j: Pb): Job<never> {
     dependencies_met: true,
     completion_webhook: orNull(j.completionWebhook),
     concurrency_key: orNull(j.concurrencyKey),
-    // gRPC carries neither the debounce key nor the idempotency window; progress without its data and time.
+    // gRPC carries neither the debounce key, the idempotency window nor the expiry; progress without its data and time.
     debounce_key: null,
     progress: typeof j.progress === 'number' && j.progress >= 0 ? { progress: j.progress, message: orNull(j.progressMessage), data: null, at: '' } : null,
     idempotency_expires_at: null,
+    expires_at: null,
     scheduled_at: orNull(j.scheduledAt),
     created_at: String(j.createdAt ?? ''),
     started_at: orNull(j.startedAt),

@@ -456,7 +456,7 @@ export interface paths {
         put?: never;
         /**
          * Register a worker (quota workers)
-         * @description worker_id: 1–128 characters of A-Z a-z 0-9 . _ -; omitted: a UUID is minted. An id the organization already holds is refreshed (200; fields sent replace the stored ones; not charged); an id of another organization is 409; a new one is 201.
+         * @description worker_id: 1–128 characters of A-Z a-z 0-9 . _ -; omitted: a UUID is minted. An id the organization already holds is refreshed (200; fields sent replace the stored ones; not charged); an id of another organization is 409; a new one is 201. The answer repeats the id as `id` and gives the heartbeat interval and default lease to schedule by (docs/workers.md).
          */
         post: operations["registerWorker"];
         delete?: never;
@@ -491,7 +491,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Complete a claimed job (409 LEASE_EXPIRED for a stale lease) */
+        /**
+         * Complete a claimed job (409 LEASE_EXPIRED for a stale lease)
+         * @description lease_id may be left out: the lease is then fenced on worker_id alone (the worker must hold the live lease).
+         */
         post: operations["completeJob"];
         delete?: never;
         options?: never;
@@ -510,7 +513,7 @@ export interface paths {
         put?: never;
         /**
          * Fail a claimed job
-         * @description Retried after min(2^retry_count, 60) minutes while retries remain, else dead-lettered; retryable: false dead-letters at once.
+         * @description Retried after min(2^retry_count, 60) minutes while retries remain, else dead-lettered; retryable: false dead-letters at once. lease_id may be left out: the lease is then fenced on worker_id alone.
          */
         post: operations["failJob"];
         delete?: never;
@@ -607,6 +610,26 @@ export interface paths {
         put?: never;
         /** Retry a dead-lettered or cancelled job (retry count reset) */
         post: operations["retryJob"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/jobs/{id}/dependencies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's dependencies and dependents in its workflow
+         * @description dependencies: the jobs it waits for (its depends_on); dependents: the jobs that wait for it; each with its id, its name in the workflow and its status. Both empty for a job outside any workflow. Jobs deleted by retention are left out.
+         */
+        get: operations["listJobDependencies"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -747,6 +770,23 @@ export interface paths {
         };
         /** A schedule's runs (automatic and manual), newest first */
         get: operations["listScheduleRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/schedules/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A schedule's execution history: the same list as /runs (same paging, same cursors) */
+        get: operations["listScheduleHistory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1000,7 +1040,11 @@ export interface paths {
         };
         /** Get an API key (never its secret value) */
         get: operations["getApiKey"];
-        put?: never;
+        /**
+         * Rename an API key or replace its permissions
+         * @description name and permissions follow the rules of create; a field left out keeps its value. New permissions apply at once on every node, to the key and to the tokens issued from it (narrowed, never widened), and the streams opened with it end. 409 for a revoked key.
+         */
+        put: operations["updateApiKey"];
         post?: never;
         /**
          * Revoke an API key: it and every JWT issued from it stop working at once
@@ -1224,7 +1268,7 @@ export interface paths {
         put?: never;
         /**
          * Create a workflow: a dependency graph of 1 to 100 jobs
-         * @description Jobs without depends_on run first; a job runs once every job it depends on completed. Names are unique within the workflow; unknown names, self-dependencies and cycles are 422. Not available on the Free plan; every job counts against the job quotas. A job that is dead-lettered or cancelled cancels the jobs that depend on it, directly or not.
+         * @description Jobs without depends_on run first; a job runs once every job it depends on completed. Names (`key` is accepted as another name for `name`) are unique within the workflow; unknown names, self-dependencies and cycles are 422. Not available on the Free plan; every job counts against the job quotas. A job that is dead-lettered or cancelled cancels the jobs that depend on it, directly or not.
          */
         post: operations["createWorkflow"];
         delete?: never;
@@ -1242,6 +1286,26 @@ export interface paths {
         };
         /** Get a workflow with the status of each of its jobs */
         get: operations["getWorkflow"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/dashboard": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An overview of the caller's organization: version, uptime, store, jobs, queues, workers
+         * @description Job counts by status; completed (completed_24h), dead-lettered (failed_24h) and failed attempts over the last 24 h, with the average wait (due → claimed) and processing (claimed → completed) times; up to 20 queues by name with their counts; registered workers, healthy when they heartbeated within two heartbeat intervals (docs/api.md, "Dashboard overview").
+         */
+        get: operations["getDashboardOverview"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1422,6 +1486,8 @@ export interface components {
             key_prefix: string;
             permissions: string[];
             status: "active" | "revoked";
+            /** @description status is active (the same fact, as clients of the hosted service read it) */
+            is_active: boolean;
             /** Format: date-time */
             created_at: string;
             /** @description coarse: written at most every 5 minutes per key, so a working key may look idle */
@@ -1434,6 +1500,11 @@ export interface components {
                 index: number;
                 /** Format: uuid */
                 id: string;
+                /**
+                 * Format: uuid
+                 * @description the same as id
+                 */
+                job_id: string;
                 created: boolean;
             }[];
             failed: {
@@ -1455,6 +1526,8 @@ export interface components {
             key: string;
             key_prefix: string;
             permissions: string[];
+            /** @constant */
+            is_active: true;
             /** Format: date-time */
             created_at: string;
         };
@@ -1473,6 +1546,49 @@ export interface components {
                 permissions: string[];
                 /** Format: date-time */
                 created_at: string;
+            };
+        };
+        DashboardOverview: {
+            /** @description the node's version (also the X-Sluice-Version header) */
+            version: string;
+            /** Format: date-time */
+            started_at: string;
+            uptime_seconds: number;
+            /** Format: date-time */
+            at: string;
+            store: {
+                kind: "postgresql" | "embedded";
+                /**
+                 * @description a store that does not answer makes the answer 503
+                 * @constant
+                 */
+                status: "ok";
+                latency_ms: number;
+            };
+            jobs: {
+                by_status: components["schemas"]["StatusCounts"];
+                total: number;
+                completed_24h: number;
+                /** @description jobs dead-lettered in the last 24 h */
+                failed_24h: number;
+                /** @description failed attempts (fail calls, lease expiries) in the last 24 h */
+                failed_attempts_24h: number;
+                /** @description due → claimed, of the jobs claimed in the last 24 h */
+                avg_wait_seconds_24h: number | null;
+                avg_processing_seconds_24h: number | null;
+            };
+            /** @description the first 20 by name */
+            queues: {
+                name: string;
+                paused: boolean;
+                counts: components["schemas"]["StatusCounts"];
+            }[];
+            /** @description the organization has more than 20 queues */
+            more_queues: boolean;
+            workers: {
+                total: number;
+                healthy: number;
+                unhealthy: number;
             };
         };
         Deleted: {
@@ -1597,6 +1713,8 @@ export interface components {
             } | null;
             /** @description when the idempotency key frees itself (idempotency_ttl_secs) */
             idempotency_expires_at: string | null;
+            /** @description not started by then, the job is cancelled with last_error "expired" */
+            expires_at: string | null;
             scheduled_at: string | null;
             /** Format: date-time */
             created_at: string;
@@ -1619,6 +1737,38 @@ export interface components {
             status: "completed";
             /** Format: date-time */
             completed_at: string;
+        };
+        JobDependencies: {
+            /** Format: uuid */
+            job_id: string;
+            /** @description null: the job belongs to no workflow */
+            workflow_id: string | null;
+            /** @description the jobs it waits for */
+            dependencies: {
+                /** Format: uuid */
+                id: string;
+                /**
+                 * Format: uuid
+                 * @description the same as id
+                 */
+                job_id: string;
+                /** @description its name in the workflow */
+                name: string;
+                status: components["schemas"]["JobStatus"];
+            }[];
+            /** @description the jobs that wait for it */
+            dependents: {
+                /** Format: uuid */
+                id: string;
+                /**
+                 * Format: uuid
+                 * @description the same as id
+                 */
+                job_id: string;
+                /** @description its name in the workflow */
+                name: string;
+                status: components["schemas"]["JobStatus"];
+            }[];
         };
         JobExplanation: {
             /** Format: uuid */
@@ -1667,6 +1817,12 @@ export interface components {
             queue_name: string | null;
             counts: components["schemas"]["StatusCounts"];
             total: number;
+            pending: number;
+            scheduled: number;
+            processing: number;
+            completed: number;
+            deadletter: number;
+            cancelled: number;
         };
         JobStatus: "pending" | "scheduled" | "processing" | "completed" | "deadletter" | "cancelled";
         JobStatusLine: {
@@ -1750,6 +1906,8 @@ export interface components {
         };
         Queue: {
             name: string;
+            /** @description the same as name */
+            queue_name: string;
             paused: boolean;
             paused_reason: string | null;
             paused_at: string | null;
@@ -1812,6 +1970,7 @@ export interface components {
             /** Format: uuid */
             organization_id: string;
             name: string;
+            description: string | null;
             cron_expression: string;
             timezone: string;
             queue_name: string;
@@ -1825,6 +1984,8 @@ export interface components {
             /** @description null: the service default */
             timeout_seconds: number | null;
             paused: boolean;
+            /** @description not paused (the same fact as paused, as clients of the hosted service read it) */
+            is_active: boolean;
             /** @description null while paused */
             next_run_at: string | null;
             last_run_at: string | null;
@@ -1973,6 +2134,8 @@ export interface components {
             url: string;
         };
         Worker: {
+            /** @description the same as worker_id */
+            id: string;
             worker_id: string;
             queue_name: string | null;
             hostname: string | null;
@@ -1981,14 +2144,31 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            version: string | null;
             /** Format: date-time */
             registered_at: string;
             /** Format: date-time */
             last_heartbeat_at: string;
+            /**
+             * Format: date-time
+             * @description the same as last_heartbeat_at
+             */
+            last_heartbeat: string;
+            /** @description the lease a claim gets when it names none and neither the job nor its queue sets one (DEFAULT_TIMEOUT_SECONDS) */
+            lease_duration_secs: number;
+            /** @description heartbeat at least this often: a quarter of the time after which a silent worker is reaped */
+            heartbeat_interval_secs: number;
             /** @description active: a worker exists until it is deregistered or reaped as stale; deregistered: the answer of deregister */
             status: "active" | "deregistered";
         };
         Workflow: components["schemas"]["WorkflowSummary"] & {
+            /**
+             * Format: uuid
+             * @description the same as id
+             */
+            workflow_id: string;
+            /** @description the ids of its jobs, in the order of the request */
+            job_ids: string[];
             jobs: {
                 name: string;
                 /** Format: uuid */
@@ -2019,6 +2199,15 @@ export interface components {
     responses: {
         /** @description BAD_REQUEST: The request is malformed */
         BadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description CONFLICT: The request conflicts with the current state */
+        Conflict: {
             headers: {
                 [name: string]: unknown;
             };
@@ -2638,6 +2827,8 @@ export interface operations {
                         idempotency_key?: string;
                         priority?: number;
                         scheduled_at?: string | null;
+                        /** @description not started by then (RFC 3339), the job is cancelled with last_error "expired" */
+                        expires_at?: string | null;
                         max_retries?: number;
                         timeout_seconds?: number;
                         completion_webhook?: string | null;
@@ -2666,6 +2857,8 @@ export interface operations {
                     idempotency_key?: string;
                     priority?: number;
                     scheduled_at?: string | null;
+                    /** @description not started by then (RFC 3339), the job is cancelled with last_error "expired" */
+                    expires_at?: string | null;
                     max_retries?: number;
                     timeout_seconds?: number;
                     completion_webhook?: string | null;
@@ -3184,6 +3377,8 @@ export interface operations {
                     metadata?: {
                         [key: string]: unknown;
                     };
+                    /** @description the worker's own version */
+                    version?: string | null;
                 };
             };
         };
@@ -3262,7 +3457,7 @@ export interface operations {
             content: {
                 "application/json": {
                     worker_id: string;
-                    lease_id: string;
+                    lease_id?: string;
                     result?: unknown;
                 };
             };
@@ -3304,7 +3499,7 @@ export interface operations {
             content: {
                 "application/json": {
                     worker_id: string;
-                    lease_id: string;
+                    lease_id?: string;
                     error: string;
                     retryable?: boolean;
                 };
@@ -3524,6 +3719,38 @@ export interface operations {
             431: components["responses"]["HeadersTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["ShardMovedOrUnavailable"];
+        };
+    };
+    listJobDependencies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Its neighbours in the workflow graph */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["JobDependencies"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
         };
     };
     pauseQueue: {
@@ -3816,6 +4043,47 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listScheduleHistory: {
+        parameters: {
+            query?: {
+                /** @description page size */
+                limit?: number;
+                /** @description X-Next-Cursor of the previous page (opaque) */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of runs */
+            200: {
+                headers: {
+                    /** @description the cursor of the next page; absent on the last page */
+                    "X-Next-Cursor"?: string;
+                    /** @description <{path}?{same query}&cursor={next}>; rel="next"; absent on the last page */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleRun"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     heartbeatWorker: {
         parameters: {
             query?: never;
@@ -3902,6 +4170,8 @@ export interface operations {
                     idempotency_key?: string;
                     priority?: number;
                     scheduled_at?: string | null;
+                    /** @description not started by then (RFC 3339), the job is cancelled with last_error "expired" */
+                    expires_at?: string | null;
                     max_retries?: number;
                     timeout_seconds?: number;
                     completion_webhook?: string | null;
@@ -4154,6 +4424,8 @@ export interface operations {
                     idempotency_key?: string;
                     priority?: number;
                     scheduled_at?: string | null;
+                    /** @description not started by then (RFC 3339), the job is cancelled with last_error "expired" */
+                    expires_at?: string | null;
                     max_retries?: number;
                     timeout_seconds?: number;
                     completion_webhook?: string | null;
@@ -4525,6 +4797,47 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    updateApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    permissions?: ("*" | "jobs:read" | "jobs:write" | "queues:read" | "queues:write" | "dlq:read" | "dlq:write")[];
+                };
+            };
+        };
+        responses: {
+            /** @description The key as it now is */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            414: components["responses"]["UriTooLong"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     revokeApiKey: {
         parameters: {
             query?: never;
@@ -4754,6 +5067,8 @@ export interface operations {
             content: {
                 "application/json": {
                     name: string;
+                    /** @description free text (null: none) */
+                    description?: string | null;
                     /** @description 6 fields: second minute hour day-of-month month day-of-week, e.g. "0 *\/5 * * * *" */
                     cron_expression: string;
                     /** @description IANA time zone name; default UTC */
@@ -4838,6 +5153,8 @@ export interface operations {
             content: {
                 "application/json": {
                     name?: string;
+                    /** @description free text (null: none) */
+                    description?: string | null;
                     /** @description 6 fields: second minute hour day-of-month month day-of-week, e.g. "0 *\/5 * * * *" */
                     cron_expression?: string;
                     /** @description IANA time zone name; default UTC */
@@ -5220,7 +5537,9 @@ export interface operations {
                 "application/json": {
                     name: string;
                     jobs: {
-                        name: string;
+                        name?: string;
+                        /** @description another name for name */
+                        key?: string;
                         queue_name: string;
                         /** @description any JSON object */
                         payload: {
@@ -5233,6 +5552,8 @@ export interface operations {
                         tags?: {
                             [key: string]: string;
                         };
+                        /** @description not started by then (RFC 3339), the job is cancelled as expired */
+                        expires_at?: string | null;
                     }[];
                 };
             };
@@ -5283,6 +5604,35 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            414: components["responses"]["UriTooLong"];
+            422: components["responses"]["ValidationError"];
+            429: components["responses"]["RateLimited"];
+            431: components["responses"]["HeadersTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getDashboardOverview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The overview */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DashboardOverview"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             414: components["responses"]["UriTooLong"];
             422: components["responses"]["ValidationError"];
             429: components["responses"]["RateLimited"];

@@ -41,6 +41,8 @@ export interface Job<P = JsonObject, R = unknown> {
   progress: JobProgress | null;
   /** When the idempotency key frees itself (idempotency_ttl_secs). */
   idempotency_expires_at: string | null;
+  /** Not started by then, the job is cancelled with last_error "expired". */
+  expires_at: string | null;
   scheduled_at: string | null;
   created_at: string;
   started_at: string | null;
@@ -62,6 +64,8 @@ export interface JobDefinition<P = JsonObject> {
   priority?: number;
   /** When the job becomes claimable (ISO 8601 with a time zone, or a Date). */
   scheduled_at?: string | Date | null;
+  /** Not started by then (in the future, after scheduled_at), the job is cancelled with last_error "expired". */
+  expires_at?: string | Date | null;
   /** 0…100; 0 means no retries. */
   max_retries?: number;
   /** Lease / processing timeout, 5…3600 s. */
@@ -89,7 +93,8 @@ export interface BulkDefaults {
 export type BulkItem<P = JsonObject> = Omit<JobDefinition<P>, 'queue_name'> & { queue_name?: string };
 
 export interface BulkResult {
-  succeeded: Array<{ index: number; id: string; created: boolean; [field: string]: unknown }>;
+  /** `job_id` is the same as `id`. */
+  succeeded: Array<{ index: number; id: string; job_id: string; created: boolean; [field: string]: unknown }>;
   failed: Array<{ index: number; error: { error: string; code: string; message: string; status: number; [extra: string]: unknown } }>;
   total: number;
   success_count: number;
@@ -185,11 +190,32 @@ export interface HeartbeatReply {
 
 export type StatusCounts = Record<JobStatus, number>;
 
-export interface JobStats {
+/** The counts per status, in `counts` and again at the top level. */
+export interface JobStats extends StatusCounts {
   queue_name: string | null;
   counts: StatusCounts;
   total: number;
   [field: string]: unknown;
+}
+
+/** A job's neighbours in its workflow (GET /jobs/:id/dependencies). */
+export interface JobDependencies {
+  job_id: string;
+  /** null: the job belongs to no workflow (both lists are empty). */
+  workflow_id: string | null;
+  /** The jobs it waits for. */
+  dependencies: JobNeighbour[];
+  /** The jobs that wait for it. */
+  dependents: JobNeighbour[];
+}
+
+export interface JobNeighbour {
+  id: string;
+  /** The same as id. */
+  job_id: string;
+  /** Its name in the workflow. */
+  name: string;
+  status: JobStatus;
 }
 
 export interface JobStatusLine {
@@ -234,6 +260,8 @@ export interface QueueConfig {
 
 export interface Queue {
   name: string;
+  /** The same as name. */
+  queue_name: string;
   paused: boolean;
   paused_reason: string | null;
   paused_at: string | null;
@@ -261,6 +289,8 @@ export interface WorkerRegistration {
   hostname?: string | null;
   max_concurrency?: number | null;
   metadata?: JsonObject;
+  /** The worker's own version (1–100 characters). */
+  version?: string | null;
 }
 
 export interface WorkerRecord {
@@ -271,8 +301,15 @@ export interface WorkerRecord {
   hostname: string | null;
   max_concurrency: number | null;
   metadata: JsonObject;
+  version: string | null;
   registered_at: string;
   last_heartbeat_at: string;
+  /** The same as last_heartbeat_at. */
+  last_heartbeat: string;
+  /** The lease a claim gets when neither it, the job nor its queue names one. */
+  lease_duration_secs: number;
+  /** Heartbeat at least this often. */
+  heartbeat_interval_secs: number;
   /** `active`; `deregistered` in the answer of deregister. */
   status: 'active' | 'deregistered';
   [field: string]: unknown;
@@ -280,6 +317,8 @@ export interface WorkerRecord {
 
 export interface ScheduleDefinition {
   name: string;
+  /** Free text, up to 1000 characters. */
+  description?: string | null;
   /** 6 fields: second minute hour day-of-month month day-of-week. */
   cron_expression: string;
   /** IANA zone (default UTC). */
@@ -299,6 +338,7 @@ export interface Schedule {
   id: string;
   organization_id: string;
   name: string;
+  description: string | null;
   cron_expression: string;
   timezone: string;
   queue_name: string;
@@ -307,6 +347,8 @@ export interface Schedule {
   max_retries: number | null;
   timeout_seconds: number | null;
   paused: boolean;
+  /** Not paused. */
+  is_active: boolean;
   next_run_at: string | null;
   last_run_at: string | null;
   created_at: string;
@@ -329,7 +371,10 @@ export interface ScheduleRun {
 export type TriggeredRun = ScheduleRun & { job: Job };
 
 export interface WorkflowJobDefinition {
-  name: string;
+  /** Unique in the workflow; one of name and key is required. */
+  name?: string;
+  /** Another name for `name` (as clients of the hosted service send it). */
+  key?: string;
   queue_name: string;
   payload: JsonObject;
   depends_on?: string[];
@@ -337,6 +382,8 @@ export interface WorkflowJobDefinition {
   max_retries?: number;
   timeout_seconds?: number;
   tags?: Record<string, string>;
+  /** Not started by then, the job is cancelled with last_error "expired" (RFC 3339). */
+  expires_at?: string | null;
 }
 
 export interface WorkflowDefinition {
@@ -359,6 +406,10 @@ export interface WorkflowSummary {
 }
 
 export interface Workflow extends WorkflowSummary {
+  /** The same as id. */
+  workflow_id: string;
+  /** The ids of its jobs, in the order of the definition. */
+  job_ids: string[];
   jobs: Array<{ name: string; id: string; queue_name: string; status: JobStatus | null; depends_on: string[]; dependencies_met: boolean }>;
 }
 
@@ -433,6 +484,8 @@ export interface ApiKey {
   key_prefix: string;
   permissions: string[];
   status: 'active' | 'revoked';
+  /** status is active. */
+  is_active: boolean;
   created_at: string;
   last_used_at: string | null;
   revoked_at: string | null;
@@ -446,7 +499,14 @@ export interface CreatedApiKey {
   key: string;
   key_prefix: string;
   permissions: string[];
+  is_active: true;
   created_at: string;
+}
+
+/** PUT /api-keys/:id: a field left out keeps its value. */
+export interface ApiKeyUpdate {
+  name?: string;
+  permissions?: Permission[];
 }
 
 export interface Tokens {
@@ -510,6 +570,33 @@ export interface OrganizationDefinition {
 export interface CreatedOrganization {
   organization: Organization;
   api_key: { id: string; name: string; key: string; permissions: string[]; created_at: string };
+}
+
+/** GET /api/v1/dashboard: the organization's overview. */
+export interface DashboardOverview {
+  version: string;
+  started_at: string;
+  uptime_seconds: number;
+  at: string;
+  store: { kind: 'postgresql' | 'embedded'; status: 'ok'; latency_ms: number };
+  jobs: {
+    by_status: StatusCounts;
+    total: number;
+    completed_24h: number;
+    /** Jobs dead-lettered in the last 24 h. */
+    failed_24h: number;
+    /** Failed attempts (fail calls, lease expiries) in the last 24 h. */
+    failed_attempts_24h: number;
+    /** Due → claimed, of the jobs claimed in the last 24 h; null when none. */
+    avg_wait_seconds_24h: number | null;
+    /** Claimed → completed, of the jobs completed in the last 24 h; null when none. */
+    avg_processing_seconds_24h: number | null;
+  };
+  /** The first 20 queues by name. */
+  queues: Array<{ name: string; paused: boolean; counts: StatusCounts }>;
+  more_queues: boolean;
+  /** Healthy: a heartbeat within two heartbeat intervals. */
+  workers: { total: number; healthy: number; unhealthy: number };
 }
 
 /** The envelope of every event (SSE, WebSocket, webhooks). */

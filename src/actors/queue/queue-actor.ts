@@ -30,7 +30,8 @@
 //   heartbeat  processing + matching live lease → new expiry; an expired lease is never revived
 //   cancel     pending (blocked too) | scheduled | processing → cancelled (a worker holding it then gets LEASE_EXPIRED;
 //              job.cancelled names the worker, whose stream or heartbeat is told)
-//   tick       due scheduled → pending; due leases → pending with retry_count + 1, or deadletter
+//   tick       due scheduled → pending; due leases → pending with retry_count + 1, or deadletter; a job never
+//              started (no claim yet) whose expires_at came → cancelled, last_error 'expired'
 //   priority   pending | scheduled → same state, new priority (the ready order changes at once)
 //   unclaim    processing under the given lease → pending, as if never claimed (its worker never got it)
 //   revive     a terminal job (deadletter | cancelled, read from the store by the caller) → provisional
@@ -95,6 +96,8 @@ export interface LiveJob {
   idempotency_expires_at: number | null;
   debounce_key: string | null;
   debounce_until: number | null;
+  /** Not started (claimed) by this instant, the job is cancelled as expired; absent or null: never. */
+  expires_at?: number | null;
   ver: number;
 }
 
@@ -123,6 +126,8 @@ export interface EnqueueInput {
   /** The idempotency key frees itself this long after the job's creation. */
   idempotency_ttl_secs?: number | null;
   debounce?: Debounce | null;
+  /** Not started by this instant (epoch ms), the job is cancelled as expired. */
+  expires_at?: number | null;
 }
 
 export interface Debounce {
@@ -274,6 +279,11 @@ export class QueueActor {
   private readonly ready = new Heap<Entry>(readyOrder);
   private readonly scheduled = new Heap<Entry>(earliest);
   private readonly leases = new Heap<Entry>(earliest);
+  /**
+   * Jobs with an expires_at, by it. Unlike the other heaps an entry outlives the job's transitions (pending ↔
+   * scheduled, blocked → pending): it is stale only when the job left memory or was claimed (expirable).
+   */
+  private readonly expiries = new Heap<Entry>(earliest);
   /** Replaces `ready` once the queue sees a concurrency key or a per-key limit; queues without keys never pay for it. */
   private lanes: KeyLanes | null = null;
   private rate: RateWindow | null = null;
@@ -307,6 +317,7 @@ export class QueueActor {
       const job: LiveJob = { ...row, ver: 0 };
       this.place(job);
       if (job.status === 'processing') this.started(job);
+      this.armExpiry(job);
       // Only a job that never ran still absorbs its burst: a claim ends the burst, and a retry does not reopen it.
       if (job.debounce_key !== null && job.status !== 'processing' && job.started_at === null) this.debounces.set(job.debounce_key, job);
     }
@@ -378,6 +389,7 @@ export class QueueActor {
       idempotency_expires_at: key !== null && input.idempotency_ttl_secs != null ? now + input.idempotency_ttl_secs * 1000 : null,
       debounce_key: debounce?.key ?? null,
       debounce_until: debounce !== null && debounce.max_delay_ms !== null ? now + debounce.max_delay_ms : null,
+      expires_at: input.expires_at ?? null,
     };
     const job: LiveJob = {
       id,
@@ -402,6 +414,7 @@ export class QueueActor {
       idempotency_expires_at: row.idempotency_expires_at,
       debounce_key: row.debounce_key,
       debounce_until: row.debounce_until,
+      expires_at: row.expires_at ?? null,
       ver: 0,
     };
     this.jobs.set(id, job);
@@ -412,6 +425,7 @@ export class QueueActor {
 
     if (key === null) {
       this.place(job);
+      this.armExpiry(job);
       this.feedWaiters(fx);
       const { payload: _sent, ...created } = row;
       return () => ({ created: true, job: created });
@@ -425,6 +439,7 @@ export class QueueActor {
       }
       job.status = row.status as LiveStatus;
       this.place(job);
+      this.armExpiry(job);
       this.feedWaiters(fx);
       const { payload: _sent, ...created } = row;
       return { created: true, job: created };
@@ -565,7 +580,15 @@ export class QueueActor {
   cancel(id: string, fx: Effects): Reply<{ id: string; status: JobStatus }> | null {
     const job = this.jobs.get(id);
     if (!job || job.status === 'provisional') return null;
+    this.cancelled(job, fx);
+    return () => ({ id, status: 'cancelled' });
+  }
+
+  /** A live job cancelled: by a request, or by its expiry (`expired`: it was never claimed, so never running). */
+  private cancelled(job: LiveJob, fx: Effects, expired = false): void {
+    const id = job.id;
     const now = fx.now;
+    if (expired) job.last_error = 'expired';
     const claimedAt = job.status === 'processing' ? job.started_at : null;
     const wasRunning = job.status === 'processing';
     const worker = job.assigned_worker_id;
@@ -578,9 +601,9 @@ export class QueueActor {
     });
     this.finished(job, 'cancelled', fx);
     // A running job's worker is told through this event (its stream, its next heartbeat answers JOB_CANCELLED).
-    this.publish(fx, 'job.cancelled', id, 'cancelled', wasRunning ? { worker_id: worker, was_processing: true } : undefined, false, claimedAt);
+    const data = wasRunning ? { worker_id: worker, was_processing: true } : expired ? { reason: 'expired' } : undefined;
+    this.publish(fx, 'job.cancelled', id, 'cancelled', data, false, claimedAt);
     if (wasRunning) this.feedWaiters(fx);
-    return () => ({ id, status: 'cancelled' });
   }
 
   /**
@@ -621,6 +644,8 @@ export class QueueActor {
       job.lease_expires_at = null;
       job.started_at = null;
       this.place(job);
+      // It never reached a worker: its expiry holds again.
+      this.armExpiry(job);
       fx.write({ kind: 'update', id, state: this.state(job, now) });
       unclaimed.push(id);
     }
@@ -678,10 +703,12 @@ export class QueueActor {
         idempotency_expires_at: null,
         debounce_key: null,
         debounce_until: null,
+        expires_at: null,
         ver: 0,
       };
       this.jobs.set(job.id, job);
-      fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status: 'pending' }, returning: true, onlyFrom: from });
+      // A retry is another chance to run: an expiry of the first one no longer holds.
+      fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status: 'pending' }, returning: true, onlyFrom: from, clearExpiry: true });
       revived.push(job);
       return job;
     });
@@ -751,6 +778,11 @@ export class QueueActor {
   /** Fires everything due at fx.now: scheduled jobs become pending, expired leases are given up. */
   tick(fx: Effects): void {
     const now = fx.now;
+    // First, so that a job expiring at the instant it falls due is not handed out.
+    for (let e = this.expiryTop(); e && e.at <= now; e = this.expiryTop()) {
+      this.expiries.pop();
+      this.cancelled(e.job, fx, true);
+    }
     let promoted = false;
     for (let e = this.scheduled.peek(); e && (this.stale(e, 'scheduled') || e.at <= now); e = this.scheduled.peek()) {
       this.scheduled.pop();
@@ -803,7 +835,8 @@ export class QueueActor {
   nextWake(now: number): number | null {
     const s = this.liveTop(this.scheduled, 'scheduled');
     const l = this.liveTop(this.leases, 'processing');
-    let at = Math.min(s?.at ?? Infinity, l?.at ?? Infinity);
+    const x = this.expiryTop();
+    let at = Math.min(s?.at ?? Infinity, l?.at ?? Infinity, x?.at ?? Infinity);
     // Claims parked by the rate limit wake at its next slot, not by polling.
     if (this.rate !== null && this.waiters.length > 0 && !this.paused && this.hasReady()) {
       const slot = this.rate.nextSlot(now);
@@ -975,7 +1008,10 @@ export class QueueActor {
     return { jobs };
   }
 
-  /** The job under a live lease that the request proves it holds, or LEASE_EXPIRED. */
+  /**
+   * The job under a live lease that the request proves it holds, or LEASE_EXPIRED. Without a lease_id (complete,
+   * fail, heartbeat and progress may omit it) the worker id alone must hold the live lease.
+   */
   private leased(input: LeaseInput, now: number): LiveJob {
     const job = this.jobs.get(input.id);
     if (
@@ -1077,6 +1113,24 @@ export class QueueActor {
 
   private stale(e: Entry, status: LiveStatus): boolean {
     return e.ver !== e.job.ver || e.job.status !== status || this.jobs.get(e.job.id) !== e.job;
+  }
+
+  /** Watches the job's expiry while it has one and was never claimed. */
+  private armExpiry(job: LiveJob): void {
+    if (job.expires_at != null && job.started_at === null && job.status !== 'processing') {
+      this.expiries.push({ job, ver: job.ver, at: job.expires_at });
+    }
+  }
+
+  /** The next expiry that still holds: the job is live here, waiting (not provisional) and never claimed. */
+  private expiryTop(): Entry | undefined {
+    for (let e = this.expiries.peek(); e; e = this.expiries.peek()) {
+      const j = e.job;
+      const holds = this.jobs.get(j.id) === j && j.expires_at === e.at && j.started_at === null && (j.status === 'pending' || j.status === 'scheduled');
+      if (holds) return e;
+      this.expiries.pop();
+    }
+    return undefined;
   }
 
   private liveTop(heap: Heap<Entry>, status: LiveStatus): Entry | undefined {

@@ -11,6 +11,8 @@ import type { Store } from './store.js';
 
 export type Invalidation =
   | { kind: 'api_key'; id: string }
+  /** A key's permissions changed: cached copies are read again. */
+  | { kind: 'api_key_changed'; id: string }
   | { kind: 'tokens'; tokens: Array<{ jti: string; expiresAt: number }> }
   | { kind: 'org'; id: string }
   /** An organization's outgoing webhook endpoints changed (created, updated, deleted, auto-disabled). */

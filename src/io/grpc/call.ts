@@ -95,7 +95,9 @@ export class OpenStream {
     const p = await principalOf(this.ctx, this.call.metadata, permission);
     const keyId = p.apiKeyId;
     const stop = this.ctx.app.auth.onRevoke((r) => {
-      if (r.keyId === keyId) this.fail(new AppError('UNAUTHORIZED', 'The API key has been revoked'));
+      if (r.keyId === keyId) {
+        this.fail(new AppError('UNAUTHORIZED', r.changed ? "The API key's permissions changed; open the stream again" : 'The API key has been revoked'));
+      }
     });
     if (this.live) this.cleanups.push(stop);
     else stop();

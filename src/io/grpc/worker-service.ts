@@ -34,12 +34,12 @@ export function workerService(ctx: GrpcContext): UntypedServiceImplementation {
           max_concurrency: given(r.maxConcurrency),
         }),
       );
-      const w = toWorker(presentWorker(worker));
+      const w = toWorker(presentWorker(worker, workers.timing));
       return { workerId: w.workerId, created, worker: w };
     }),
-    Heartbeat: unary(ctx, 'jobs:write', async (org, r: { workerId: string }) => toWorker(presentWorker(await workers.heartbeat(org, r.workerId)))),
+    Heartbeat: unary(ctx, 'jobs:write', async (org, r: { workerId: string }) => toWorker(presentWorker(await workers.heartbeat(org, r.workerId), workers.timing))),
     Deregister: unary(ctx, 'jobs:write', async (org, r: { workerId: string }) => ({
-      ...toWorker(presentWorker(await workers.deregister(org, r.workerId))),
+      ...toWorker(presentWorker(await workers.deregister(org, r.workerId), workers.timing)),
       status: 'deregistered',
     })),
   };

@@ -8,8 +8,13 @@ import type { Request } from './router.js';
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
 
 export function isAdmin(req: Request, config: Config): boolean {
-  if (config.adminApiKey === null || req.adminKey === '') return false;
-  return timingSafeEqual(digest(req.adminKey), digest(config.adminApiKey));
+  return adminKeyValid(req.adminKey, config);
+}
+
+/** The X-Admin-Key value is ADMIN_API_KEY (false when either is empty). */
+export function adminKeyValid(key: string, config: Config): boolean {
+  if (config.adminApiKey === null || key === '') return false;
+  return timingSafeEqual(digest(key), digest(config.adminApiKey));
 }
 
 export function requireAdmin(req: Request, config: Config): void {

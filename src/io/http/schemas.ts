@@ -72,6 +72,7 @@ export const Job = Type.Object(
     debounce_key: Nullable(Type.String()),
     progress: Nullable(Progress),
     idempotency_expires_at: Type.Union([DateTime, Type.Null()], { description: 'when the idempotency key frees itself (idempotency_ttl_secs)' }),
+    expires_at: Type.Union([DateTime, Type.Null()], { description: 'not started by then, the job is cancelled with last_error "expired"' }),
     scheduled_at: Time,
     created_at: DateTime,
     started_at: Time,
@@ -132,7 +133,14 @@ export const JobPriority = Type.Object(
 
 export const BulkResult = Type.Object(
   {
-    succeeded: Type.Array(Type.Object({ index: Type.Integer({ description: 'the item position in the request' }), id: Uuid, created: Type.Boolean() })),
+    succeeded: Type.Array(
+      Type.Object({
+        index: Type.Integer({ description: 'the item position in the request' }),
+        id: Uuid,
+        job_id: Type.String({ format: 'uuid', description: 'the same as id' }),
+        created: Type.Boolean(),
+      }),
+    ),
     failed: Type.Array(Type.Object({ index: Type.Integer(), error: ErrorBody })),
     total: Type.Integer(),
     success_count: Type.Integer(),
@@ -161,7 +169,32 @@ export const JobStatusLine = Type.Object(
   { $id: 'JobStatusLine' },
 );
 
-export const JobStats = Type.Object({ queue_name: Nullable(Type.String()), counts: StatusCounts, total: Count }, { $id: 'JobStats' });
+const Neighbour = Type.Object({
+  id: Uuid,
+  job_id: Type.String({ format: 'uuid', description: 'the same as id' }),
+  name: Type.String({ description: 'its name in the workflow' }),
+  status: JobStatus,
+});
+export const JobDependencies = Type.Object(
+  {
+    job_id: Uuid,
+    workflow_id: Type.Union([Uuid, Type.Null()], { description: 'null: the job belongs to no workflow' }),
+    dependencies: Type.Array(Neighbour, { description: 'the jobs it waits for' }),
+    dependents: Type.Array(Neighbour, { description: 'the jobs that wait for it' }),
+  },
+  { $id: 'JobDependencies' },
+);
+
+export const JobStats = Type.Object(
+  {
+    queue_name: Nullable(Type.String()),
+    counts: StatusCounts,
+    total: Count,
+    // The counts again at the top level, where clients of the hosted service read them.
+    ...Object.fromEntries(JOB_STATUSES.map((st) => [st, Count])),
+  },
+  { $id: 'JobStats' },
+);
 
 export const DlqRetryResult = Type.Object(
   { retried: Count, job_ids: Type.Array(Uuid), failed: Type.Array(Type.Object({ id: Type.String(), error: Type.String() })) },
@@ -173,6 +206,7 @@ export const DlqPurgeResult = Type.Object({ purged: Count }, { $id: 'DlqPurgeRes
 export const Queue = Type.Object(
   {
     name: Type.String(),
+    queue_name: Type.String({ description: 'the same as name' }),
     paused: Type.Boolean(),
     paused_reason: Nullable(Type.String()),
     paused_at: Time,
@@ -233,6 +267,34 @@ export const Usage = Type.Object(
     api_calls: Type.Object({ today: Count, rate_limited_today: Count, rate_per_second: Nullable(Count), burst: Nullable(Count) }),
   },
   { $id: 'Usage' },
+);
+
+const Seconds = Type.Union([Type.Number({ minimum: 0 }), Type.Null()]);
+export const DashboardOverview = Type.Object(
+  {
+    version: Type.String({ description: "the node's version (also the X-Sluice-Version header)" }),
+    started_at: DateTime,
+    uptime_seconds: Count,
+    at: DateTime,
+    store: Type.Object({
+      kind: Type.Union([Type.Literal('postgresql'), Type.Literal('embedded')]),
+      status: Type.Literal('ok', { description: 'a store that does not answer makes the answer 503' }),
+      latency_ms: Type.Number({ minimum: 0 }),
+    }),
+    jobs: Type.Object({
+      by_status: StatusCounts,
+      total: Count,
+      completed_24h: Count,
+      failed_24h: Type.Integer({ minimum: 0, description: 'jobs dead-lettered in the last 24 h' }),
+      failed_attempts_24h: Type.Integer({ minimum: 0, description: 'failed attempts (fail calls, lease expiries) in the last 24 h' }),
+      avg_wait_seconds_24h: Type.Union([Type.Number({ minimum: 0 }), Type.Null()], { description: 'due → claimed, of the jobs claimed in the last 24 h' }),
+      avg_processing_seconds_24h: Seconds,
+    }),
+    queues: Type.Array(Type.Object({ name: Type.String(), paused: Type.Boolean(), counts: StatusCounts }), { description: 'the first 20 by name' }),
+    more_queues: Type.Boolean({ description: 'the organization has more than 20 queues' }),
+    workers: Type.Object({ total: Count, healthy: Count, unhealthy: Count }),
+  },
+  { $id: 'DashboardOverview' },
 );
 
 export const PlanChange = Type.Object(

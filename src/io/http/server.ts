@@ -2,6 +2,10 @@
 // objects die when the handler returns), streams in the body, then runs the pipeline
 // route → credential → permission → JSON body → handler, and writes the answer corked.
 //
+// A path no route has is 404 only for a caller with a valid credential (a Bearer key or token, or the admin
+// key): without one it is 401, so the routes cannot be enumerated anonymously. The dashboard's static space
+// (/ui/…) is public and keeps its 404. A known path under the wrong method stays 405 before the credential.
+//
 // Two long-lived kinds of answer besides: a streamed response (SSE; the handler's Response has `stream`) and
 // WebSocket endpoints (`webSocket()`, registered before the catch-all), which authenticate during the upgrade.
 // Both are tracked so that close() ends them: uWS keeps the thread alive, and aborts the process, while a
@@ -14,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { AppError } from '../../errors.js';
 import type { Log } from '../../log.js';
 import { DEFAULT_MAX_DEPTH, DEFAULT_MAX_VALUES, assertClean, assertCleanParams, scanJson } from '../input.js';
-import { authorize, type Authenticator, type Principal } from '../../app/auth.js';
+import { ANY_CREDENTIAL, authorize, type Authenticator, type Principal } from '../../app/auth.js';
 import { bearerToken, queryCredential, rejectQueryCredential } from './auth.js';
 import type { Method, Request, Response, Router, StreamSink } from './router.js';
 import { requestIdOf } from './request-id.js';
@@ -73,6 +77,8 @@ interface SocketData {
 export interface HttpServerOptions extends BodyLimits {
   /** The X-Sluice-Version of every answer (package.json's version). */
   version: string;
+  /** Whether an X-Admin-Key value is the service's admin key: it counts as a credential for an unknown path. */
+  isAdminKey?: (key: string) => boolean;
   /** Each answer, for metrics: the route template (never the raw path; 'unmatched' when none) and the time to it. */
   observe?: (method: string, route: string, status: number, seconds: number) => void;
 }
@@ -203,7 +209,10 @@ export class HttpServer {
     seen: Seen,
   ): Promise<Response> {
     const match = this.router.match(method, path);
-    if (match === null) throw new AppError('NOT_FOUND', `No route for ${method} ${path}`);
+    if (match === null) {
+      await this.unknownPath(path, query, authorization, adminKey);
+      throw new AppError('NOT_FOUND', `No route for ${method} ${path}`);
+    }
     if ('allow' in match) {
       const err = new AppError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}`);
       return { status: err.status, body: err.toBody(), headers: { allow: match.allow.join(', ') } };
@@ -224,6 +233,14 @@ export class HttpServer {
     }
     req.body = parseJson(raw, this.options);
     return route.handler(req);
+  }
+
+  /** 401 unless the request carries a valid credential: which paths exist is for callers the service knows. */
+  private async unknownPath(path: string, query: string, authorization: string, adminKey: string): Promise<void> {
+    if (path.startsWith('/ui/')) return;
+    rejectQueryCredential(new URLSearchParams(query));
+    if (adminKey !== '' && this.options.isAdminKey?.(adminKey)) return;
+    await this.principal(authorization, ANY_CREDENTIAL);
   }
 
   private async principal(authorization: string, permission: string): Promise<Principal> {

@@ -29,8 +29,8 @@ interface Update {
   errors: ErrorEntry[];
   result: unknown;
   hasResult: boolean;
-  /** Rare changes (a debounced payload, a progress report, a dropped idempotency key) in one JSON parameter. */
-  extra: { payload?: unknown; progress?: Progress; drop_key?: true } | null;
+  /** Rare changes (a debounced payload, a progress report, a dropped idempotency key, a cleared expiry) in one JSON parameter. */
+  extra: { payload?: unknown; progress?: Progress; drop_key?: true; clear_expiry?: true } | null;
   returning: boolean;
   onlyFrom: string | null;
 }
@@ -60,15 +60,17 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         if (rec.payload !== undefined) ins.row.payload = rec.payload;
         if (rec.progress !== undefined) ins.progress = rec.progress;
         if (rec.dropKey) ins.row.idempotency_key = null;
+        if (rec.clearExpiry) ins.row.expires_at = null;
         continue;
       }
       const prev = updates.get(rec.id);
-      const extra = rec.payload !== undefined || rec.progress !== undefined || rec.dropKey
+      const extra = rec.payload !== undefined || rec.progress !== undefined || rec.dropKey || rec.clearExpiry
         ? {
             ...prev?.extra,
             ...(rec.payload !== undefined ? { payload: rec.payload } : {}),
             ...(rec.progress !== undefined ? { progress: rec.progress } : {}),
             ...(rec.dropKey ? { drop_key: true as const } : {}),
+            ...(rec.clearExpiry ? { clear_expiry: true as const } : {}),
           }
         : (prev?.extra ?? null);
       updates.set(rec.id, {
@@ -156,6 +158,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         payload = COALESCE(u.x::jsonb -> 'payload', j.payload),
         progress = COALESCE(u.x::jsonb -> 'progress', j.progress),
         idempotency_key = CASE WHEN u.x::jsonb ? 'drop_key' THEN NULL ELSE j.idempotency_key END,
+        expires_at = CASE WHEN u.x::jsonb ? 'clear_expiry' THEN NULL ELSE j.expires_at END,
         errors = CASE WHEN u.er IS NULL THEN j.errors ELSE j.errors || u.er::jsonb END
       FROM unnest(${p(ids, 'uuid')}, ${col((u) => u.state.status, 'text')}, ${col((u) => u.state.priority, 'int')},
         ${col((u) => u.state.retry_count, 'int')}, ${col((u) => u.state.last_error, 'text')},
@@ -197,9 +200,9 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
       INSERT INTO jobs (id, organization_id, queue_name, status, payload, result, priority, retry_count, max_retries,
         last_error, errors, tags, idempotency_key, timeout_seconds, scheduled_at, created_at, started_at, completed_at,
         updated_at, assigned_worker_id, lease_id, lease_expires_at, workflow_id, dependencies_met, completion_webhook,
-        completion_webhook_secret, concurrency_key, idempotency_expires_at, debounce_key, debounce_until, progress)
+        completion_webhook_secret, concurrency_key, idempotency_expires_at, debounce_key, debounce_until, progress, expires_at)
       SELECT id, org, qn, st, pl::jsonb, res::jsonb, pr, rc, mr, le, er::jsonb, tg::jsonb, ik, ts, sa, ca, sta, coa, ua,
-        wid, lid, lea, wf, dm, cw, cws, ck, iea, dk, du, pg::jsonb
+        wid, lid, lea, wf, dm, cw, cws, ck, iea, dk, du, pg::jsonb, xa
       FROM unnest(${col((r) => r.id, 'uuid')}, ${col((r) => r.organization_id, 'uuid')}, ${col((r) => r.queue_name, 'text')},
         ${col((r) => r.status, 'text')}, ${col((r) => JSON.stringify(r.payload), 'text')}, ${col((r) => json(r.result), 'text')},
         ${col((r) => r.priority, 'int')}, ${col((r) => r.retry_count, 'int')}, ${col((r) => r.max_retries, 'int')},
@@ -211,8 +214,9 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         ${col((r) => r.workflow_id, 'uuid')}, ${col((r) => r.dependencies_met, 'bool')}, ${col((r) => r.completion_webhook, 'text')},
         ${col((r) => r.completion_webhook_secret, 'text')}, ${col((r) => r.concurrency_key, 'text')},
         ${col((r) => iso(r.idempotency_expires_at), 'timestamptz')}, ${col((r) => r.debounce_key, 'text')},
-        ${col((r) => iso(r.debounce_until), 'timestamptz')}, ${p(all.map((i) => json(i.progress)), 'text')})
-        AS t(id, org, qn, st, pl, res, pr, rc, mr, le, er, tg, ik, ts, sa, ca, sta, coa, ua, wid, lid, lea, wf, dm, cw, cws, ck, iea, dk, du, pg)
+        ${col((r) => iso(r.debounce_until), 'timestamptz')}, ${p(all.map((i) => json(i.progress)), 'text')},
+        ${col((r) => iso(r.expires_at ?? null), 'timestamptz')})
+        AS t(id, org, qn, st, pl, res, pr, rc, mr, le, er, tg, ik, ts, sa, ca, sta, coa, ua, wid, lid, lea, wf, dm, cw, cws, ck, iea, dk, du, pg, xa)
       WHERE true${guard}${takeOver}
       ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING id, CASE WHEN status = 'processing' THEN to_jsonb(jobs) END AS row)`);

@@ -5,6 +5,7 @@ export interface ScheduleRow {
   id: string;
   organization_id: string;
   name: string;
+  description: string | null;
   cron_expression: string;
   timezone: string;
   queue_name: string;
@@ -19,7 +20,7 @@ export interface ScheduleRow {
   updated_at: Date | string;
 }
 
-export const SCHEDULE_COLUMNS = `id, organization_id, name, cron_expression, timezone, queue_name, payload_template, priority,
+export const SCHEDULE_COLUMNS = `id, organization_id, name, description, cron_expression, timezone, queue_name, payload_template, priority,
   max_retries, timeout_seconds, paused, next_run_at, last_run_at, created_at, updated_at`;
 
 export async function getSchedule(store: Store, organizationId: string, id: string): Promise<ScheduleRow | null> {

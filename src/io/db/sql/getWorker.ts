@@ -1,5 +1,5 @@
 // getWorker — one registered worker of one organization, by id; and the worker row every worker statement
-// returns (workers, 0005).
+// returns (workers, 0005; version, 0022).
 import type { Store } from '../store.js';
 
 export interface WorkerRow {
@@ -9,11 +9,12 @@ export interface WorkerRow {
   hostname: string | null;
   max_concurrency: number | null;
   metadata: Record<string, unknown>;
+  version: string | null;
   registered_at: Date | string;
   last_heartbeat_at: Date | string;
 }
 
-export const WORKER_COLUMNS = 'id, organization_id, queue_name, hostname, max_concurrency, metadata, registered_at, last_heartbeat_at';
+export const WORKER_COLUMNS = 'id, organization_id, queue_name, hostname, max_concurrency, metadata, version, registered_at, last_heartbeat_at';
 
 /** What a registration sets; undefined fields keep the row's value on a re-registration. */
 export interface WorkerFields {
@@ -21,6 +22,7 @@ export interface WorkerFields {
   hostname?: string | null;
   max_concurrency?: number | null;
   metadata?: Record<string, unknown>;
+  version?: string | null;
 }
 
 /** The organization's worker with this id, or null (another organization's worker is null too). */

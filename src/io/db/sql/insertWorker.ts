@@ -6,11 +6,11 @@ import { WORKER_COLUMNS, type WorkerFields, type WorkerRow } from './getWorker.j
 
 export async function insertWorker(store: Store, organizationId: string, id: string, f: WorkerFields, at: Date): Promise<WorkerRow | null> {
   const rows = await store.query<WorkerRow>(
-    `INSERT INTO workers (id, organization_id, queue_name, hostname, max_concurrency, metadata, registered_at, last_heartbeat_at)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, $7)
+    `INSERT INTO workers (id, organization_id, queue_name, hostname, max_concurrency, metadata, version, registered_at, last_heartbeat_at)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $8, $7, $7)
      ON CONFLICT (id) DO NOTHING
      RETURNING ${WORKER_COLUMNS}`,
-    [id, organizationId, f.queue_name ?? null, f.hostname ?? null, f.max_concurrency ?? null, JSON.stringify(f.metadata ?? {}), at],
+    [id, organizationId, f.queue_name ?? null, f.hostname ?? null, f.max_concurrency ?? null, JSON.stringify(f.metadata ?? {}), at, f.version ?? null],
   );
   return rows[0] ?? null;
 }

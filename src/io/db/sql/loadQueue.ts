@@ -1,6 +1,7 @@
 // loadQueue — everything a QueueActor holds, read back from rows: the queue's settings and its live jobs
-// (pending — blocked workflow jobs included —, scheduled, processing) with their concurrency and debounce keys, and
-// the queue's flow-control limits. Served by the partial index jobs_live. Payloads stay in the store.
+// (pending — blocked workflow jobs included —, scheduled, processing) with their concurrency and debounce keys and
+// their expiry, and the queue's flow-control limits. Served by the partial index jobs_live. Payloads stay in the
+// store.
 import type { LiveJob } from '../../../actors/queue/queue-actor.js';
 import type { QueueState } from '../../../actors/records.js';
 import type { Store } from '../store.js';
@@ -22,7 +23,7 @@ export async function loadQueue(
     store.query(
       `SELECT id, status, priority, retry_count, max_retries, timeout_seconds, last_error, scheduled_at, started_at,
               created_at, assigned_worker_id, lease_id, lease_expires_at, idempotency_key, completion_webhook IS NOT NULL AS callback,
-              workflow_id, dependencies_met, concurrency_key, idempotency_expires_at, debounce_key, debounce_until
+              workflow_id, dependencies_met, concurrency_key, idempotency_expires_at, debounce_key, debounce_until, expires_at
          FROM jobs
         WHERE organization_id = $1 AND queue_name = $2 AND status IN ('pending', 'scheduled', 'processing')`,
       [organizationId, name],
@@ -54,6 +55,7 @@ export async function loadQueue(
     idempotency_expires_at: ms(r.idempotency_expires_at),
     debounce_key: r.debounce_key as string | null,
     debounce_until: ms(r.debounce_until),
+    expires_at: ms(r.expires_at),
   }));
   const q = queues[0];
   const queue: QueueState | null = q

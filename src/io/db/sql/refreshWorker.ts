@@ -16,6 +16,7 @@ export async function refreshWorker(store: Store, organizationId: string, id: st
          hostname          = CASE WHEN $6::boolean THEN $5 ELSE hostname END,
          max_concurrency   = CASE WHEN $8::boolean THEN $7::integer ELSE max_concurrency END,
          metadata          = CASE WHEN $10::boolean THEN $9::jsonb ELSE metadata END,
+         version           = CASE WHEN $13::boolean THEN $12 ELSE version END,
          last_heartbeat_at = $11
        WHERE id = $1 AND organization_id = $2
        RETURNING ${WORKER_COLUMNS}
@@ -35,6 +36,8 @@ export async function refreshWorker(store: Store, organizationId: string, id: st
       JSON.stringify(f.metadata ?? {}),
       f.metadata !== undefined,
       at,
+      f.version ?? null,
+      f.version !== undefined,
     ],
   );
   const r = rows[0];

@@ -1,9 +1,9 @@
-// API key routes (REST adapter): create (the key is in this answer only), list, get, revoke. All need `*`: a key
+// API key routes (REST adapter): create (the key is in this answer only), list, get, update, revoke. All need `*`: a key
 // that could mint keys could grant itself any permission. Keys are never shown again, nor their digests; the
 // prefix (`svc_test_AbCd…`) is what tells them apart in a list. The operations are src/app/api-keys.ts.
 import Type from 'typebox';
 import type { App } from '../../../app/app.js';
-import { CreateKeyBody } from '../../../app/api-keys.js';
+import { CreateKeyBody, UpdateKeyBody } from '../../../app/api-keys.js';
 import { PERMISSIONS } from '../../../app/auth.js';
 import type { ApiKeyRow } from '../../db/sql/getApiKey.js';
 import { cursorCodec, pageResponse, parseLimit, readCursor, pagedDoc } from '../cursor.js';
@@ -20,6 +20,7 @@ export const ApiKey = Type.Object({
   key_prefix: Type.String({ description: 'the first 16 characters of the key' }),
   permissions: Type.Array(Type.String()),
   status: Type.Union([Type.Literal('active'), Type.Literal('revoked')]),
+  is_active: Type.Boolean({ description: 'status is active (the same fact, as clients of the hosted service read it)' }),
   created_at: Type.String({ format: 'date-time' }),
   last_used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
     description: 'coarse: written at most every 5 minutes per key, so a working key may look idle',
@@ -32,6 +33,7 @@ const CreatedKey = Type.Object({
   key: Type.String({ description: 'the API key; shown in this answer only' }),
   key_prefix: Type.String(),
   permissions: Type.Array(Type.String()),
+  is_active: Type.Literal(true),
   created_at: Type.String({ format: 'date-time' }),
 }, { $id: 'CreatedApiKey' });
 
@@ -42,6 +44,7 @@ function presentApiKey(row: ApiKeyRow): Record<string, unknown> {
     key_prefix: row.key_prefix,
     permissions: row.permissions,
     status: row.revoked_at === null ? 'active' : 'revoked',
+    is_active: row.revoked_at === null,
     created_at: isoOf(row.created_at),
     last_used_at: isoOf(row.last_used_at),
     revoked_at: isoOf(row.revoked_at),
@@ -56,7 +59,7 @@ export function apiKeyRoutes(app: App): Route[] {
     const { row, key } = await keys.create(org(req), CreateKeyBody(req.body));
     return {
       status: 201,
-      body: { id: row.id, name: row.name, key, key_prefix: row.key_prefix, permissions: row.permissions, created_at: isoOf(row.created_at) },
+      body: { id: row.id, name: row.name, key, key_prefix: row.key_prefix, permissions: row.permissions, is_active: true, created_at: isoOf(row.created_at) },
     };
   };
 
@@ -67,6 +70,11 @@ export function apiKeyRoutes(app: App): Route[] {
   };
 
   const get = async (req: Request): Promise<Response> => ({ status: 200, body: presentApiKey(await keys.get(org(req), req.params.id!)) });
+
+  const update = async (req: Request): Promise<Response> => {
+    const body = UpdateKeyBody(req.body);
+    return { status: 200, body: presentApiKey(await keys.update(org(req), req.params.id!, body)) };
+  };
 
   const revoke = async (req: Request): Promise<Response> => ({ status: 200, body: presentApiKey(await keys.revoke(org(req), req.params.id!)) });
 
@@ -102,6 +110,22 @@ export function apiKeyRoutes(app: App): Route[] {
       permission: '*',
       handler: get,
       doc: { operationId: 'getApiKey', summary: 'Get an API key (never its secret value)', responses: { 200: { description: 'The key', schema: ApiKey } } },
+    },
+    {
+      method: 'PUT',
+      path: '/api/v1/api-keys/:id',
+      permission: '*',
+      handler: update,
+      doc: {
+        operationId: 'updateApiKey',
+        summary: 'Rename an API key or replace its permissions',
+        description:
+          'name and permissions follow the rules of create; a field left out keeps its value. New permissions apply at once on every node, ' +
+          'to the key and to the tokens issued from it (narrowed, never widened), and the streams opened with it end. 409 for a revoked key.',
+        body: UpdateKeyBody.schema,
+        responses: { 200: { description: 'The key as it now is', schema: ApiKey } },
+        errors: ['CONFLICT'],
+      },
     },
     {
       method: 'DELETE',

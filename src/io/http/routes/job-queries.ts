@@ -1,11 +1,12 @@
 // The read side of jobs (REST adapter): the list (and the DLQ list, the same list fixed to deadletter), batch
-// status and counts per status. Query strings are parsed here; the reads are src/app/jobs.ts.
+// status, counts per status, and a job's neighbours in its workflow. Query strings are parsed here; the reads are src/app/jobs.ts.
 import Type from 'typebox';
 import type { JobStatus } from '../../../actors/records.js';
 import { validationError } from '../../../errors.js';
 import type { App } from '../../../app/app.js';
-import { isUuid, queueNameValid } from '../../../app/fields.js';
+import { idOf, isUuid, queueNameValid } from '../../../app/fields.js';
 import { MAX_STATUS_IDS } from '../../../app/jobs.js';
+import type { Dependency } from '../../db/sql/jobDependencies.js';
 import { JOB_STATUSES } from '../../db/sql/jobStats.js';
 import type { JobFilter, JobKey } from '../../db/sql/listJobs.js';
 import type { Row } from '../../db/store.js';
@@ -13,7 +14,7 @@ import { cursorCodec, pageResponse, parseLimit, readCursor, pagedDoc } from '../
 import { isoOf, presentJob } from '../../present.js';
 import { isoTime, oneOf, single, tagFilters } from '../query.js';
 import type { Request, Response, Route, RouteDoc } from '../router.js';
-import { Job, JobStats, JobStatus as JobStatusSchema, JobStatusLine } from '../schemas.js';
+import { Job, JobDependencies, JobStats, JobStatus as JobStatusSchema, JobStatusLine } from '../schemas.js';
 
 /** Keyset over (created_at, id), newest first. The DLQ list names itself, so its cursors fail on the job list. */
 const JOBS_CURSOR = cursorCodec('jobs', ['time', 'uuid']);
@@ -93,10 +94,32 @@ export function jobQueryRoutes(app: App): Route[] {
     const queueName = queueFilter(req.query);
     const counts = await app.jobs.stats(req.principal.organizationId, queueName);
     const total = Object.values(counts).reduce((a, b) => a + b, 0);
-    return { status: 200, body: { queue_name: queueName, counts, total } };
+    // The counts also at the top level: clients written for the hosted service read them there.
+    return { status: 200, body: { queue_name: queueName, counts, total, ...counts } };
+  };
+
+  const dependencies = async (req: Request): Promise<Response> => {
+    const id = idOf('Job', req.params.id!);
+    const n = await app.workflows.neighbours(req.principal.organizationId, id);
+    const entry = (d: Dependency) => ({ id: d.job_id, job_id: d.job_id, name: d.name, status: d.status });
+    return { status: 200, body: { job_id: id, workflow_id: n.workflow_id, dependencies: n.dependencies.map(entry), dependents: n.dependents.map(entry) } };
   };
 
   return [
+    {
+      method: 'GET',
+      path: '/api/v1/jobs/:id/dependencies',
+      permission: 'jobs:read',
+      handler: dependencies,
+      doc: {
+        operationId: 'listJobDependencies',
+        summary: "A job's dependencies and dependents in its workflow",
+        description:
+          'dependencies: the jobs it waits for (its depends_on); dependents: the jobs that wait for it; each with its id, its name in the ' +
+          'workflow and its status. Both empty for a job outside any workflow. Jobs deleted by retention are left out.',
+        responses: { 200: { description: 'Its neighbours in the workflow graph', schema: JobDependencies } },
+      },
+    },
     {
       method: 'GET',
       path: '/api/v1/jobs',

@@ -101,6 +101,7 @@ export function jobRoutes(app: App): Route[] {
       doc: {
         operationId: 'completeJob',
         summary: 'Complete a claimed job (409 LEASE_EXPIRED for a stale lease)',
+        description: 'lease_id may be left out: the lease is then fenced on worker_id alone (the worker must hold the live lease).',
         body: CompleteBody.schema,
         responses: ok('Completed', JobCompleted),
         errors: ['LEASE_EXPIRED', 'JOB_CANCELLED', 'SHARD_MOVED'],
@@ -129,7 +130,9 @@ export function jobRoutes(app: App): Route[] {
       doc: {
         operationId: 'failJob',
         summary: 'Fail a claimed job',
-        description: 'Retried after min(2^retry_count, 60) minutes while retries remain, else dead-lettered; retryable: false dead-letters at once.',
+        description:
+          'Retried after min(2^retry_count, 60) minutes while retries remain, else dead-lettered; retryable: false dead-letters at once. ' +
+          'lease_id may be left out: the lease is then fenced on worker_id alone.',
         body: FailBody.schema,
         responses: ok('scheduled (with the next attempt time) or deadletter', JobFailed),
         errors: ['LEASE_EXPIRED', 'JOB_CANCELLED', 'SHARD_MOVED'],

@@ -11,10 +11,11 @@ import { Queue, QueueStats } from '../schemas.js';
 const QUEUES_CURSOR = cursorCodec('queues', ['text']);
 
 
-/** The queue record of the API. */
+/** The queue record of the API (`queue_name` repeats `name`: clients of the hosted service read it). */
 export function presentQueue(row: QueueRow, counts: StatusCounts): Record<string, unknown> {
   return {
     name: row.name,
+    queue_name: row.name,
     paused: row.paused,
     paused_reason: row.paused_reason ?? null,
     paused_at: isoOf(row.paused_at),

@@ -7,7 +7,14 @@ import { isoOf } from '../../present.js';
 import type { Request, Response, Route } from '../router.js';
 import { Queue, QueueDeleted } from '../schemas.js';
 
-const presentQueue = (q: QueueView) => ({ ...q, paused_at: isoOf(q.paused_at), created_at: isoOf(q.created_at), updated_at: isoOf(q.updated_at) });
+/** `queue_name` repeats `name` (clients of the hosted service read it). */
+const presentQueue = (q: QueueView) => ({
+  ...q,
+  queue_name: q.name,
+  paused_at: isoOf(q.paused_at),
+  created_at: isoOf(q.created_at),
+  updated_at: isoOf(q.updated_at),
+});
 
 export function queueRoutes(app: App): Route[] {
   const { queues } = app;

@@ -1,6 +1,6 @@
 // Schedule routes (REST adapter): create, list, get, update, delete, pause, resume, manual trigger (two paths),
-// and the run history. The operations are src/app/schedules.ts; here: the OpenAPI doc and presentation. Reads
-// need jobs:read, writes jobs:write.
+// and the run history (two paths: /runs, and /history as clients of the hosted service call it). The operations
+// are src/app/schedules.ts; here: the OpenAPI doc and presentation. Reads need jobs:read, writes jobs:write.
 import Type from 'typebox';
 import type { App } from '../../../app/app.js';
 import { idOf } from '../../../app/fields.js';
@@ -24,6 +24,7 @@ const Schedule = Type.Object({
   id: Type.String({ format: 'uuid' }),
   organization_id: Type.String({ format: 'uuid' }),
   name: Type.String(),
+  description: Type.Union([Type.String(), Type.Null()]),
   cron_expression: Type.String(),
   timezone: Type.String(),
   queue_name: Type.String(),
@@ -32,6 +33,7 @@ const Schedule = Type.Object({
   max_retries: Type.Union([Type.Integer(), Type.Null()], { description: 'null: the queue or service default' }),
   timeout_seconds: Type.Union([Type.Integer(), Type.Null()], { description: 'null: the service default' }),
   paused: Type.Boolean(),
+  is_active: Type.Boolean({ description: 'not paused (the same fact as paused, as clients of the hosted service read it)' }),
   next_run_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'null while paused' }),
   last_run_at: Time,
   created_at: Type.String({ format: 'date-time' }),
@@ -53,6 +55,7 @@ function presentSchedule(row: ScheduleRow): Record<string, unknown> {
     id: row.id,
     organization_id: row.organization_id,
     name: row.name,
+    description: row.description,
     cron_expression: row.cron_expression,
     timezone: row.timezone,
     queue_name: row.queue_name,
@@ -61,6 +64,7 @@ function presentSchedule(row: ScheduleRow): Record<string, unknown> {
     max_retries: row.max_retries,
     timeout_seconds: row.timeout_seconds,
     paused: row.paused,
+    is_active: !row.paused,
     next_run_at: isoOf(row.next_run_at),
     last_run_at: isoOf(row.last_run_at),
     created_at: isoOf(row.created_at),
@@ -214,6 +218,18 @@ export function scheduleRoutes(app: App): Route[] {
       permission: 'jobs:read',
       handler: runs,
       doc: { operationId: 'listScheduleRuns', summary: "A schedule's runs (automatic and manual), newest first", ...pagedDoc('A page of runs', Run) },
+    },
+    {
+      // The name clients of the hosted service use for the same list: the same answer and cursors as /runs.
+      method: 'GET',
+      path: '/api/v1/schedules/:id/history',
+      permission: 'jobs:read',
+      handler: runs,
+      doc: {
+        operationId: 'listScheduleHistory',
+        summary: "A schedule's execution history: the same list as /runs (same paging, same cursors)",
+        ...pagedDoc('A page of runs', Run),
+      },
     },
   ];
 }

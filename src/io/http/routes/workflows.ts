@@ -34,6 +34,8 @@ const WorkflowDetail = Type.Intersect(
   [
     WorkflowSummary,
     Type.Object({
+      workflow_id: Type.String({ format: 'uuid', description: 'the same as id' }),
+      job_ids: Type.Array(Type.String({ format: 'uuid' }), { description: 'the ids of its jobs, in the order of the request' }),
       jobs: Type.Array(
       Type.Object({
         name: Type.String(),
@@ -68,6 +70,9 @@ function presentWorkflow(w: WorkflowRow & { job_count: number }): Record<string,
 function presentDetail(w: WorkflowGraph): Record<string, unknown> {
   return {
     ...presentWorkflow({ ...w, job_count: w.jobs.length }),
+    // workflow_id and job_ids: what clients of the hosted service read from the create answer.
+    workflow_id: w.id,
+    job_ids: w.jobs.map((j) => j.job_id),
     jobs: w.jobs.map((j) => ({
       name: j.name,
       id: j.job_id,
@@ -110,7 +115,7 @@ export function workflowRoutes(app: App): Route[] {
         operationId: 'createWorkflow',
         summary: `Create a workflow: a dependency graph of 1 to ${WORKFLOW_MAX_JOBS} jobs`,
         description:
-          'Jobs without depends_on run first; a job runs once every job it depends on completed. Names are unique within the workflow; ' +
+          'Jobs without depends_on run first; a job runs once every job it depends on completed. Names (`key` is accepted as another name for `name`) are unique within the workflow; ' +
           'unknown names, self-dependencies and cycles are 422. Not available on the Free plan; every job counts against the job quotas. ' +
           'A job that is dead-lettered or cancelled cancels the jobs that depend on it, directly or not.',
         body: CreateBody.schema,
