@@ -113,6 +113,14 @@ describe('SDK: every route family', () => {
     assert.deepEqual(lines.map((l) => [l.id, l.status]), [[a.id, 'pending'], [bulk.succeeded[1]!.id, 'cancelled']]);
   });
 
+  test('jobs: a batch acknowledgement, one item stale', async () => {
+    await client.jobs.enqueueBulk([{ payload: { n: 1 } }, { payload: { n: 2 } }], { queue_name: 'sdk-ack' });
+    const [x, y] = await client.jobs.claim({ queue_name: 'sdk-ack', worker_id: 'sdk-w', limit: 2 });
+    const acked = await client.jobs.completeMany([{ id: x!.id, lease_id: x!.lease_id!, result: 1 }, { id: y!.id, lease_id: 'stale' }], { worker_id: 'sdk-w' });
+    assert.deepEqual(acked.succeeded.map((s) => [s.index, s.id, s.status]), [[0, x!.id, 'completed']]);
+    assert.deepEqual(acked.failed.map((f) => [f.index, f.id, f.error.code]), [[1, y!.id, 'LEASE_EXPIRED']]);
+  });
+
   test('pagination: 250 jobs walked in pages of 100 through X-Next-Cursor', async () => {
     for (let i = 0; i < 250; i += 100) {
       const items = Array.from({ length: Math.min(100, 250 - i) }, (_, k) => ({ payload: { i: i + k } }));
@@ -561,7 +569,7 @@ describe('SDK: drift', () => {
     // has a method for it (or it is listed as deliberately left out).
     const covered = new Set(
       `POST /api/v1/jobs, GET /api/v1/jobs, GET /api/v1/jobs/{id}, DELETE /api/v1/jobs/{id}, POST /api/v1/jobs/bulk,
-      POST /api/v1/jobs/claim, POST /api/v1/jobs/{id}/complete, POST /api/v1/jobs/{id}/fail, POST /api/v1/jobs/{id}/heartbeat, POST /api/v1/jobs/{id}/progress, GET /api/v1/jobs/{id}/explain, GET /api/v1/jobs/{id}/dependencies,
+      POST /api/v1/jobs/claim, POST /api/v1/jobs/{id}/complete, POST /api/v1/jobs/complete, POST /api/v1/jobs/{id}/fail, POST /api/v1/jobs/{id}/heartbeat, POST /api/v1/jobs/{id}/progress, GET /api/v1/jobs/{id}/explain, GET /api/v1/jobs/{id}/dependencies,
       POST /api/v1/jobs/{id}/retry, PUT /api/v1/jobs/{id}/priority, GET /api/v1/jobs/stats, GET /api/v1/jobs/status,
       GET /api/v1/jobs/dlq, POST /api/v1/jobs/dlq/retry, POST /api/v1/jobs/dlq/purge,
       GET /api/v1/queues, POST /api/v1/queues, GET /api/v1/queues/{name}, DELETE /api/v1/queues/{name}, GET /api/v1/queues/{name}/stats,
