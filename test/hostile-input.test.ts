@@ -145,7 +145,33 @@ describe('arrays and strings are bounded', () => {
     await alive();
   });
 
-  test('every request body schema bounds its strings (maxLength) and arrays (maxItems)', async () => {
+  test('tags as an object: at most 50, names of 1 to 100 characters, checked before the rest (jobs, bulk, workflows)', async () => {
+    const many = (k: number) => Object.fromEntries(Array.from({ length: k }, (_, i) => [`t${i}`, 'v']));
+    let r = await n.api.post('/api/v1/jobs', { queue_name: 'tags', payload: {}, tags: many(51) });
+    assertInvalid(r, 'tags');
+    assert.match(r.body.message, /at most 50 properties/);
+    r = await n.api.post('/api/v1/jobs', { queue_name: 'tags', payload: {}, tags: { ['k'.repeat(101)]: 'v' } });
+    assertInvalid(r, 'tags');
+    assert.ok(!r.body.message.includes('k'.repeat(101)), 'the key is not echoed');
+    r = await n.api.post('/api/v1/jobs', { queue_name: 'tags', payload: {}, tags: { '': 'v' } });
+    assertInvalid(r, 'tags');
+    // A bulk item is validated alone and reported.
+    r = await n.api.post('/api/v1/jobs/bulk', { jobs: [{ queue_name: 'tags', payload: {}, tags: many(51) }] });
+    assert.equal(r.status, 200);
+    assert.equal(r.body.failed[0].error.details[0].field, 'tags');
+    r = await n.api.post('/api/v1/workflows', { name: 'wf', jobs: [{ name: 'a', queue_name: 'tags', payload: {}, tags: { ['k'.repeat(101)]: 'v' } }] });
+    assertInvalid(r, 'jobs[0].tags');
+    // 40,000 keys (under the body's value limit): refused by the count before typebox runs (its message would be
+    // "must not have more than 50 properties", after listing every key: 1.3 s here).
+    r = await n.api.post('/api/v1/jobs', { queue_name: 'tags', payload: {}, tags: many(40_000) });
+    assertInvalid(r, 'tags');
+    assert.deepEqual(r.body.details, [{ field: 'tags', message: 'must have at most 50 properties' }]);
+    // At the limits: 50 tags, a name of 100 characters (code points: 100 emoji are 200 UTF-16 units).
+    r = await n.api.post('/api/v1/jobs', { queue_name: 'tags', payload: {}, tags: { ...many(49), ['😀'.repeat(100)]: 'v' } });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+  });
+
+  test('every request body schema bounds its strings (maxLength), arrays (maxItems) and object maps (maxProperties, key length)', async () => {
     const doc = (await n.api.get('/api/v1/openapi.json')).body;
     const unbounded: string[] = [];
     const walk = (s: any, where: string): void => {
@@ -157,6 +183,11 @@ describe('arrays and strings are bounded', () => {
         walk(s.items, `${where}[]`);
       }
       if (s.type === 'object') {
+        // A map (keys chosen by the client, values of one schema) needs a bound on its size and on its keys. Free
+        // JSON (payloads: additionalProperties true) is bounded by the body's value count instead.
+        const map = Object.keys(s.patternProperties ?? {}).length > 0 || (s.additionalProperties && typeof s.additionalProperties === 'object');
+        if (map && s.maxProperties === undefined) unbounded.push(`${where}: object map`);
+        if (map && s.propertyNames?.maxLength === undefined) unbounded.push(`${where}: object map keys`);
         for (const [k, v] of Object.entries(s.properties ?? {})) walk(v, `${where}.${k}`);
         for (const v of Object.values(s.patternProperties ?? {})) walk(v, `${where}.*`);
         if (s.additionalProperties && typeof s.additionalProperties === 'object') walk(s.additionalProperties, `${where}.*`);
