@@ -390,7 +390,8 @@ describe('malformed HTTP gets a status, then the connection closes', () => {
   // glibc 2.36) drops or holds such connections, and nothing in-process can answer them.
   loadUws();
   const newerUws = loadedBuild() === '@btc-vision/uwebsockets.js';
-  test('an unknown method and a NUL in a header get a 4xx (uWebSockets.js 20.57)', { skip: newerUws ? false : 'this machine loads uWebSockets.js 20.30, which drops these connections without a status (docs/api.md)' }, async () => {
+  const only2057 = newerUws ? false : 'this machine loads uWebSockets.js 20.30, which drops these connections without a status (docs/api.md)';
+  test('an unknown method and a NUL in a header get a 4xx (uWebSockets.js 20.57)', { skip: only2057 }, async () => {
     for (const req of [`FOO /api/v1/queues HTTP/1.1\r\nHost: x\r\n\r\n`, `GET /api/v1/queues HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n`]) {
       const r = await raw(req);
       const status = statusOf(r.text);
@@ -398,6 +399,54 @@ describe('malformed HTTP gets a status, then the connection closes', () => {
       assert.ok(r.closed);
     }
   });
+
+  test('more than 100 headers get a 431, and so do more than 90 (in the catalog shape) (uWebSockets.js 20.57)', { skip: only2057 }, async () => {
+    const head = (count: number) => `GET /api/v1/queues HTTP/1.1\r\nHost: x\r\n${Array.from({ length: count - 1 }, (_, i) => `X-H${i}: v\r\n`).join('')}\r\n`;
+    // uWS 20.57 parses at most 98 headers and answers more itself; MAX_HEADERS (90) answers below that.
+    let r = await raw(head(120));
+    assert.equal(statusOf(r.text), 431);
+    assert.ok(r.closed);
+    r = await raw(head(95));
+    assert.equal(statusOf(r.text), 431);
+    assert.match(r.text, /"code":"HEADERS_TOO_LARGE"/);
+    assert.ok(r.closed);
+  });
+
+  test(
+    'an unmasked client WebSocket frame closes the socket with 1002 (uWebSockets.js 20.57)',
+    // Neither build checks the mask bit of a client frame (docs/api.md): kept as the behaviour the issue asks for.
+    { skip: only2057, todo: newerUws && 'uWebSockets.js 20.57 reads every client frame as masked and never closes with 1002 (docs/api.md)' },
+    async () => {
+      const { port } = new URL(n.node.url);
+      const s = net.connect(Number(port), '127.0.0.1');
+      s.on('error', () => {});
+      let text = '';
+      let upgraded = false;
+      const closed = new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), 5_000);
+        s.on('close', () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      s.on('data', (d) => {
+        text += d.toString('latin1');
+        if (!upgraded && text.includes('\r\n\r\n')) {
+          upgraded = true;
+          // FIN + text, no MASK bit, payload "hi".
+          s.write(Buffer.from([0x81, 0x02, 0x68, 0x69]));
+        }
+      });
+      s.write(`GET /api/v1/ws?api_key=${n.api.key} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      const wasClosed = await closed;
+      s.destroy();
+      assert.equal(statusOf(text), 101);
+      const frames = Buffer.from(text.slice(text.indexOf('\r\n\r\n') + 4), 'latin1');
+      // A close frame (opcode 8) whose code is 1002.
+      assert.ok(frames.length >= 4 && frames[0] === 0x88 && frames.readUInt16BE(2) === 1002, `frames after the upgrade: ${frames.toString('hex')}`);
+      assert.ok(wasClosed);
+    },
+  );
 
   test('after all of it the node still answers', alive);
 });
