@@ -43,7 +43,7 @@ import type { ApiCalls } from './app/api-calls.js';
 import { admission } from './app/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
 import { metricsRoutes } from './io/http/routes/metrics.js';
-import { Metrics } from './runtime/metrics.js';
+import { Metrics } from './app/metrics.js';
 import { eventRoutes, eventSocket } from './io/http/routes/events.js';
 import { StreamHub } from './io/events/hub.js';
 import { EventFanOut } from './io/events/fan-out.js';

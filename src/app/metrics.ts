@@ -2,6 +2,9 @@
 // tests). Labels are never tenant, queue, job or worker ids (DESIGN invariant 6): only fixed sets such as event
 // names, route templates, status classes, gRPC method names and delivery outcomes.
 //
+// A service of the node, not part of the engine: the engine's only seam for it is the commit statistics its
+// threads report (CommitStats in src/runtime/protocol.ts, through ActorPool.onStats).
+//
 // Sources:
 // - the actor threads' commit statistics (batch size and latency of every group commit, reported once a second);
 // - the committed domain events (job transitions): counters, and the wait and run histograms from the times
@@ -22,7 +25,7 @@ import { clusterJobGauges, emptyCounts, GAUGE_STATES, type StateCounts } from '.
 import { queueJobGauges } from '../io/db/sql/queueJobGauges.js';
 import type { Store } from '../io/db/store.js';
 import type { Log } from '../log.js';
-import type { CommitStats } from './protocol.js';
+import type { CommitStats } from '../runtime/protocol.js';
 
 /** How long a read of the cluster gauges serves scrapes. */
 export const GAUGE_CACHE_MS = 5_000;
