@@ -11,7 +11,7 @@
 //   the actors put on the events (`since`), so nothing is read per job;
 // - the store, at scrape time, for the cluster gauges (jobs by state, oldest pending age), summed over all
 //   organizations and cached for GAUGE_CACHE_MS so that frequent scrapes cannot load the database;
-// - the main thread's HTTP and gRPC servers (latency, admission), the webhook dispatcher (deliveries) and the
+// - the main thread's HTTP and gRPC servers (latency, admission), outgoing webhook deliveries (closed, endpoints disabled) and the
 //   open streams (counted at scrape time);
 // - prom-client's default process metrics, under their standard names (process_cpu_seconds_total,
 //   nodejs_eventloop_lag_seconds…) so stock dashboards work.
