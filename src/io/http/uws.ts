@@ -12,8 +12,8 @@ export type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSock
 /**
  * The request head uWS buffers before it gives up with its own HTML 431. 20.57 reads it from the environment when
  * it loads (4 KiB unless set), which would refuse heads our own limits (server.ts: an 8 KiB target, 32 KiB of
- * headers) answer in the catalog's shape; 64 KiB lets every such head reach them. 20.30 ignores the setting (its
- * buffer takes heads of 70 KB and more).
+ * headers) answer in the catalog's shape; 64 KiB lets every such head reach them. 20.30 ignores the setting (it
+ * takes heads up to about 120 KiB and resets the connection beyond).
  */
 export const UWS_HEAD_BYTES = 64 * 1024;
 
