@@ -24,7 +24,7 @@ import { queueQueryRoutes } from './io/http/routes/queue-queries.js';
 import { queueRoutes } from './io/http/routes/queues.js';
 import { scheduleRoutes } from './io/http/routes/schedules.js';
 import { outgoingWebhookRoutes } from './io/http/routes/outgoing-webhooks.js';
-import { WebhookDispatcher } from './io/webhooks/dispatcher.js';
+import { Deliverer } from './io/webhooks/deliverer.js';
 import { policyOf } from './io/webhooks/ssrf.js';
 import { Router } from './io/http/router.js';
 import { HttpServer } from './io/http/server.js';
@@ -37,6 +37,7 @@ import { JobPlaces } from './runtime/job-places.js';
 import { Quotas } from './app/quotas.js';
 import { createApp, type App } from './app/app.js';
 import type { AppContext } from './app/context.js';
+import type { Deliveries } from './app/deliveries.js';
 import { EventBus } from './app/events.js';
 import { bootstrap } from './app/organizations.js';
 import { loadJwtSecret, Tokens } from './app/tokens.js';
@@ -45,7 +46,7 @@ import { admission } from './app/rate-limit.js';
 import { usageRoutes } from './io/http/routes/usage.js';
 import { metricsRoutes } from './io/http/routes/metrics.js';
 import { dashboardRoutes } from './io/http/routes/dashboard.js';
-import { Metrics } from './runtime/metrics.js';
+import { Metrics } from './app/metrics.js';
 import { eventRoutes, eventSocket } from './io/http/routes/events.js';
 import { StreamHub } from './io/events/hub.js';
 import { EventFanOut } from './io/events/fan-out.js';
@@ -87,7 +88,7 @@ export interface SluiceNode {
   readonly events: EventBus;
   readonly streams: StreamHub;
   /** Outgoing webhook and completion callback deliveries (tests prune its history at a moment they choose). */
-  readonly webhooks: WebhookDispatcher;
+  readonly webhooks: Deliveries;
   /** Workflow coordination (tests wait on it and reconcile at moments they choose). */
   readonly workflows: Workflows;
   /** The key created on first boot, when this boot created it. */
@@ -170,7 +171,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   let stats: QueueStatsFeed | null = null;
   let reaper: WorkerReaper | null = null;
   let orphans: Periodic<number> | null = null;
-  let webhooks: WebhookDispatcher | null = null;
+  let deliverer: Deliverer | null = null;
+  let webhooks: Deliveries | null = null;
   let built: App | null = null;
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
@@ -192,24 +194,31 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const metrics = new Metrics({ actorThreads: config.actorThreads, store, clock, log });
     pool.onEvents((e) => metrics.onEvents(e));
     pool.onStats((st) => metrics.onCommits(st));
-    const deliveries = (webhooks = new WebhookDispatcher({
-      store,
+    deliverer = new Deliverer({
       clock,
-      log,
-      events,
-      // The use cases are built over the dispatcher; an auto-disable comes only from a delivery, after they are.
-      onAutoDisabled: (org) => app.webhooks.autoDisabled(org),
       policy: policyOf(config),
       retryUnitMs: config.webhookRetryUnitMs,
       timeoutMs: config.webhookTimeoutMs,
       concurrency: config.webhookConcurrency,
+    });
+    const ctx: AppContext = {
+      config,
+      clock,
+      log,
+      actors: pool,
+      store,
+      places: new JobPlaces(store),
+      quotas,
+      events,
       invalidations: channel,
-      observe: metrics,
+      deliverer,
+      tokens,
+      mailer,
       nodeId: c.nodeId,
-      aliveMs: config.clusterLeaseMs,
-    }));
-    const ctx: AppContext = { config, clock, log, actors: pool, store, places: new JobPlaces(store), quotas, events, invalidations: channel, deliveries, tokens, mailer };
+    };
     const app = (built = createApp(ctx, VERSION));
+    const deliveries = (webhooks = app.deliveries);
+    deliveries.observe(metrics);
     const { auth, limiter } = app;
     await channel.start({
       apply: (inv) => {
@@ -307,7 +316,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     c.onLeader((on) => void lead(on));
     // A node that leads from the start has its schedules loaded before it says it is up.
     if (c.leader) await lead(true);
-    webhooks.start();
+    deliveries.start();
     const p = pool;
     const wh = webhooks;
     const h = http;
@@ -353,7 +362,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     hub?.stop();
     stats?.stop();
     await built?.scheduler.stop();
-    await webhooks?.stop();
+    await (webhooks?.stop() ?? deliverer?.stop());
     await retention.stop();
     await reaper?.stop();
     await orphans?.stop();

@@ -4,8 +4,11 @@
 // whole group commits, or answer 500), arrays of 100,000 permissions (an O(n²) uniqueness check froze the
 // node for 102 s). Every request body schema bounds its strings and arrays.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { Pool, type Dispatcher } from 'undici';
+import { CATALOG } from '../src/errors.js';
 import { loadedBuild, loadUws } from '../src/io/http/uws.js';
 import { startTestNode, type TestNode } from './helpers.js';
 import { assertInvalid } from './http-assert.js';
@@ -145,7 +148,33 @@ describe('arrays and strings are bounded', () => {
     await alive();
   });
 
-  test('every request body schema bounds its strings (maxLength) and arrays (maxItems)', async () => {
+  test('tags as an object: at most 50, names of 1 to 100 characters, checked before the rest (jobs, bulk, workflows)', async () => {
+    const many = (k: number) => Object.fromEntries(Array.from({ length: k }, (_, i) => [`t${i}`, 'v']));
+    let r = await n.api.post('/api/v1/jobs', { queue_name: 'tags', payload: {}, tags: many(51) });
+    assertInvalid(r, 'tags');
+    assert.match(r.body.message, /at most 50 properties/);
+    r = await n.api.post('/api/v1/jobs', { queue_name: 'tags', payload: {}, tags: { ['k'.repeat(101)]: 'v' } });
+    assertInvalid(r, 'tags');
+    assert.ok(!r.body.message.includes('k'.repeat(101)), 'the key is not echoed');
+    r = await n.api.post('/api/v1/jobs', { queue_name: 'tags', payload: {}, tags: { '': 'v' } });
+    assertInvalid(r, 'tags');
+    // A bulk item is validated alone and reported.
+    r = await n.api.post('/api/v1/jobs/bulk', { jobs: [{ queue_name: 'tags', payload: {}, tags: many(51) }] });
+    assert.equal(r.status, 200);
+    assert.equal(r.body.failed[0].error.details[0].field, 'tags');
+    r = await n.api.post('/api/v1/workflows', { name: 'wf', jobs: [{ name: 'a', queue_name: 'tags', payload: {}, tags: { ['k'.repeat(101)]: 'v' } }] });
+    assertInvalid(r, 'jobs[0].tags');
+    // 40,000 keys (under the body's value limit): refused by the count before typebox runs (its message would be
+    // "must not have more than 50 properties", after listing every key: 1.3 s here).
+    r = await n.api.post('/api/v1/jobs', { queue_name: 'tags', payload: {}, tags: many(40_000) });
+    assertInvalid(r, 'tags');
+    assert.deepEqual(r.body.details, [{ field: 'tags', message: 'must have at most 50 properties' }]);
+    // At the limits: 50 tags, a name of 100 characters (code points: 100 emoji are 200 UTF-16 units).
+    r = await n.api.post('/api/v1/jobs', { queue_name: 'tags', payload: {}, tags: { ...many(49), ['😀'.repeat(100)]: 'v' } });
+    assert.equal(r.status, 201, JSON.stringify(r.body));
+  });
+
+  test('every request body schema bounds its strings (maxLength), arrays (maxItems) and object maps (maxProperties, key length)', async () => {
     const doc = (await n.api.get('/api/v1/openapi.json')).body;
     const unbounded: string[] = [];
     const walk = (s: any, where: string): void => {
@@ -157,6 +186,11 @@ describe('arrays and strings are bounded', () => {
         walk(s.items, `${where}[]`);
       }
       if (s.type === 'object') {
+        // A map (keys chosen by the client, values of one schema) needs a bound on its size and on its keys. Free
+        // JSON (payloads: additionalProperties true) is bounded by the body's value count instead.
+        const map = Object.keys(s.patternProperties ?? {}).length > 0 || (s.additionalProperties && typeof s.additionalProperties === 'object');
+        if (map && s.maxProperties === undefined) unbounded.push(`${where}: object map`);
+        if (map && s.propertyNames?.maxLength === undefined) unbounded.push(`${where}: object map keys`);
         for (const [k, v] of Object.entries(s.properties ?? {})) walk(v, `${where}.${k}`);
         for (const v of Object.values(s.patternProperties ?? {})) walk(v, `${where}.*`);
         if (s.additionalProperties && typeof s.additionalProperties === 'object') walk(s.additionalProperties, `${where}.*`);
@@ -169,6 +203,139 @@ describe('arrays and strings are bounded', () => {
       }
     }
     assert.deepEqual(unbounded, []);
+  });
+});
+
+describe('every operation of the served document, each hostile shape', () => {
+  // Deterministic where test/fuzz.test.ts samples: every operation gets every shape. Bodies go to operations that
+  // take one; NUL and a lone surrogate also go into each path and query parameter (a lone surrogate has no UTF-8
+  // form, so in a URL it is its WTF-8 bytes %ED%A0%80, which decode to U+FFFD or stay as they are).
+  const DEEP_OBJECT = deepBody('', 5000, '');
+  const DEEP_ARRAY = `${'['.repeat(5000)}${']'.repeat(5000)}`;
+  const MEGABYTE = 'x'.repeat(1024 * 1024);
+  const NUL = 'a\u0000b';
+  const SURROGATE = 'a\ud800b';
+  const IN_URL: Record<string, string> = { nul: '%00', surrogate: '%ED%A0%80' };
+
+  /** A body that passes the schema's shape: its required properties, each with a plain value. */
+  const sample = (s: any, name = ''): unknown => {
+    if (!s || typeof s !== 'object') return null;
+    const branches = s.anyOf ?? s.oneOf;
+    if (Array.isArray(branches)) return sample(branches[0], name);
+    if (s.const !== undefined) return s.const;
+    if (Array.isArray(s.enum)) return s.enum[0];
+    switch (s.type) {
+      case 'object':
+        return Object.fromEntries((s.required ?? []).map((k: string) => [k, sample(s.properties?.[k], k)]));
+      case 'array':
+        return Array.from({ length: s.minItems ?? 0 }, () => sample(s.items, name));
+      case 'string':
+        return /0-9a-fA-F\]\{8\}/.test(s.pattern ?? '') ? randomUUID() : /url/.test(name) ? 'http://127.0.0.1:9/x' : /email/.test(name) ? 'a@b.co' : 'hostile';
+      case 'integer':
+      case 'number':
+        return s.minimum ?? 1;
+      case 'boolean':
+        return true;
+      default:
+        return null;
+    }
+  };
+  const takes = (s: any, type: string): boolean => s?.type === type || (s?.anyOf ?? []).some((b: any) => b?.type === type);
+  /** The sample with `value` in the schema's first string field, required or not (in `x` when it has none). */
+  const withString = (s: any, value: string): string => {
+    const base = sample(s);
+    const o = base !== null && typeof base === 'object' && !Array.isArray(base) ? (base as Record<string, unknown>) : {};
+    const field = Object.keys(s?.properties ?? {}).find((k) => takes(s.properties[k], 'string')) ?? 'x';
+    return JSON.stringify({ ...o, [field]: value });
+  };
+  const withArray = (s: any): string => {
+    const base = sample(s);
+    const o = base !== null && typeof base === 'object' && !Array.isArray(base) ? (base as Record<string, unknown>) : {};
+    const field = Object.keys(s?.properties ?? {}).find((k) => takes(s.properties[k], 'array')) ?? 'x';
+    return JSON.stringify({ ...o, [field]: Array.from({ length: 100_000 }, (_, i) => i) });
+  };
+
+  test('each answer is below 500 or a 503, in the catalog shape, and /health/live answers after each operation', { timeout: 120_000 }, async (t) => {
+    // A free organization of its own, its rate limit lifted so that every request reaches the edge's checks.
+    const made = await n.api.as('').post('/api/v1/organizations', { name: 'Hostile', slug: 'hostile-every-op' });
+    assert.equal(made.status, 201, JSON.stringify(made.body));
+    const orgId: string = made.body.organization.id;
+    assert.equal(made.body.organization.plan, 'free');
+    const lifted = await n.api.as('').call('PUT', `/api/v1/admin/organizations/${orgId}/limits`, { limits: { rate_per_second: null, burst: null } }, { 'x-admin-key': ADMIN });
+    assert.equal(lifted.status, 200, JSON.stringify(lifted.body));
+    const key: string = made.body.api_key.key;
+    const free = n.api.as(key);
+    const token: string = (await free.get('/api/v1/organizations/webhook-token')).body.token;
+
+    const doc = (await free.get('/api/v1/openapi.json')).body;
+    const pool = new Pool(n.node.url, { connections: 2 });
+    const problems: string[] = [];
+    const statuses = new Map<number, number>();
+    let sent = 0;
+    try {
+      const send = async (what: string, method: string, path: string, headers: Record<string, string>, body?: string): Promise<void> => {
+        const r = await pool.request({ method: method as Dispatcher.HttpMethod, path, headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, body });
+        sent++;
+        statuses.set(r.statusCode, (statuses.get(r.statusCode) ?? 0) + 1);
+        // An accepted stream stays open: its status is the answer.
+        const streamed = String(r.headers['content-type'] ?? '').startsWith('text/event-stream');
+        const text = streamed ? (r.body.destroy(), '') : await r.body.text();
+        const where = `${what}: ${r.statusCode} ${text.slice(0, 200)}`;
+        if (r.statusCode >= 500 && r.statusCode !== 503) problems.push(where);
+        if (r.statusCode >= 400) {
+          let e: any;
+          try {
+            e = JSON.parse(text);
+          } catch {
+            return void problems.push(`${where}: not JSON`);
+          }
+          const entry = (CATALOG as Record<string, { error: string; status: number }>)[e?.code];
+          if (!entry || e.error !== entry.error || e.status !== r.statusCode || entry.status !== r.statusCode || typeof e.message !== 'string') {
+            problems.push(`${where}: not in the catalog's shape`);
+          }
+        }
+      };
+      for (const [template, ops] of Object.entries<any>(doc.paths)) {
+        for (const [m, op] of Object.entries<any>(ops)) {
+          const method = m.toUpperCase();
+          const security = (op.security ?? []).flatMap((x: object) => Object.keys(x));
+          const headers: Record<string, string> = { authorization: `Bearer ${key}` };
+          if (security.includes('adminKey')) headers['x-admin-key'] = ADMIN;
+          if (security.includes('webhookToken')) headers['x-webhook-token'] = token;
+          const plain: Record<string, string> = { org_id: orgId, id: randomUUID(), name: 'hostile', file: 'x.js' };
+          const pathWith = (over: Record<string, string> = {}) => template.replace(/\{(\w+)\}/g, (_, p: string) => over[p] ?? plain[p] ?? 'x');
+          const name = `${method} ${template}`;
+          const schema = op.requestBody?.content?.['application/json']?.schema;
+          if (op.requestBody) {
+            const bodies: Record<string, string> = {
+              'a body 5,000 deep': DEEP_OBJECT,
+              'an array 5,000 deep': DEEP_ARRAY,
+              'a NUL in a string': withString(schema, NUL),
+              'a lone surrogate in a string': withString(schema, SURROGATE),
+              'an array of 100,000 entries': withArray(schema),
+              'a 1 MB string': withString(schema, MEGABYTE),
+            };
+            for (const [shape, body] of Object.entries(bodies)) await send(`${name} with ${shape}`, method, pathWith(), headers, body);
+          }
+          for (const p of (op.parameters ?? []).filter((x: any) => x.in === 'path')) {
+            for (const [shape, v] of Object.entries(IN_URL)) await send(`${name} with ${shape} in path.${p.name}`, method, pathWith({ [p.name]: v }), headers, method === 'GET' ? undefined : '{}');
+          }
+          for (const p of (op.parameters ?? []).filter((x: any) => x.in === 'query')) {
+            // The credential parameters of the real-time routes would replace the header's credential.
+            if (p.name === 'api_key' || p.name === 'token') continue;
+            for (const [shape, v] of Object.entries(IN_URL)) await send(`${name} with ${shape} in query.${p.name}`, method, `${pathWith()}?${p.name}=${v}`, headers, method === 'GET' ? undefined : '{}');
+          }
+          const live = await pool.request({ method: 'GET', path: '/health/live' });
+          await live.body.dump();
+          assert.equal(live.statusCode, 200, `/health/live after ${name}`);
+        }
+      }
+    } finally {
+      await pool.close();
+    }
+    t.diagnostic(`${sent} requests; statuses ${JSON.stringify([...statuses].sort())}`);
+    assert.deepEqual(problems, []);
+    assert.ok(sent > 300, `${sent} requests`);
   });
 });
 
@@ -223,7 +390,8 @@ describe('malformed HTTP gets a status, then the connection closes', () => {
   // glibc 2.36) drops or holds such connections, and nothing in-process can answer them.
   loadUws();
   const newerUws = loadedBuild() === '@btc-vision/uwebsockets.js';
-  test('an unknown method and a NUL in a header get a 4xx (uWebSockets.js 20.57)', { skip: newerUws ? false : 'this machine loads uWebSockets.js 20.30, which drops these connections without a status (docs/api.md)' }, async () => {
+  const only2057 = newerUws ? false : 'this machine loads uWebSockets.js 20.30, which drops these connections without a status (docs/api.md)';
+  test('an unknown method and a NUL in a header get a 4xx (uWebSockets.js 20.57)', { skip: only2057 }, async () => {
     for (const req of [`FOO /api/v1/queues HTTP/1.1\r\nHost: x\r\n\r\n`, `GET /api/v1/queues HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n`]) {
       const r = await raw(req);
       const status = statusOf(r.text);
@@ -231,6 +399,54 @@ describe('malformed HTTP gets a status, then the connection closes', () => {
       assert.ok(r.closed);
     }
   });
+
+  test('more than 100 headers get a 431, and so do more than 90 (in the catalog shape) (uWebSockets.js 20.57)', { skip: only2057 }, async () => {
+    const head = (count: number) => `GET /api/v1/queues HTTP/1.1\r\nHost: x\r\n${Array.from({ length: count - 1 }, (_, i) => `X-H${i}: v\r\n`).join('')}\r\n`;
+    // uWS 20.57 parses at most 98 headers and answers more itself; MAX_HEADERS (90) answers below that.
+    let r = await raw(head(120));
+    assert.equal(statusOf(r.text), 431);
+    assert.ok(r.closed);
+    r = await raw(head(95));
+    assert.equal(statusOf(r.text), 431);
+    assert.match(r.text, /"code":"HEADERS_TOO_LARGE"/);
+    assert.ok(r.closed);
+  });
+
+  test(
+    'an unmasked client WebSocket frame closes the socket with 1002 (uWebSockets.js 20.57)',
+    // Neither build checks the mask bit of a client frame (docs/api.md): kept as the behaviour the issue asks for.
+    { skip: only2057, todo: newerUws && 'uWebSockets.js 20.57 reads every client frame as masked and never closes with 1002 (docs/api.md)' },
+    async () => {
+      const { port } = new URL(n.node.url);
+      const s = net.connect(Number(port), '127.0.0.1');
+      s.on('error', () => {});
+      let text = '';
+      let upgraded = false;
+      const closed = new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), 5_000);
+        s.on('close', () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      s.on('data', (d) => {
+        text += d.toString('latin1');
+        if (!upgraded && text.includes('\r\n\r\n')) {
+          upgraded = true;
+          // FIN + text, no MASK bit, payload "hi".
+          s.write(Buffer.from([0x81, 0x02, 0x68, 0x69]));
+        }
+      });
+      s.write(`GET /api/v1/ws?api_key=${n.api.key} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+      const wasClosed = await closed;
+      s.destroy();
+      assert.equal(statusOf(text), 101);
+      const frames = Buffer.from(text.slice(text.indexOf('\r\n\r\n') + 4), 'latin1');
+      // A close frame (opcode 8) whose code is 1002.
+      assert.ok(frames.length >= 4 && frames[0] === 0x88 && frames.readUInt16BE(2) === 1002, `frames after the upgrade: ${frames.toString('hex')}`);
+      assert.ok(wasClosed);
+    },
+  );
 
   test('after all of it the node still answers', alive);
 });

@@ -14,7 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import { credentials, Metadata, type Client, type ServiceError } from '@grpc/grpc-js';
 import { parse as parseYaml } from 'yaml';
 import { ManualClock } from '../src/clock.js';
-import { MAX_REPORTED_QUEUES } from '../src/runtime/metrics.js';
+import { MAX_REPORTED_QUEUES } from '../src/app/metrics.js';
 import { loadQueueV1 } from '../src/io/grpc/proto.js';
 import { ROOT, sleep, startTestNode, type Api, type TestNode } from './helpers.js';
 import { assertError, insertKey, orgOf } from './http-assert.js';

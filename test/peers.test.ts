@@ -94,3 +94,24 @@ test('a peer that stops cleanly answers the calls in flight to it first; the nex
   await closing;
   assert.ok(Date.now() - started < 1_000, 'the stopping node closes once its callers have closed, not after its grace');
 });
+
+test('a reply JSON cannot encode answers the caller with an error, not an unhandled rejection', async () => {
+  const a = await node('encode-secret-encode-secret-1234');
+  const b = await node('encode-secret-encode-secret-1234');
+  const unhandled: unknown[] = [];
+  const onUnhandled = (err: unknown) => unhandled.push(err);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    b.peers.handle('big', async () => ({ n: 1n })).handle('bigNow', () => ({ n: 2n }));
+    for (const m of ['big', 'bigNow']) {
+      await assert.rejects(a.peers.call(b.id, b.address, m, null), (e: unknown) => e instanceof AppError && e.code === 'INTERNAL');
+    }
+    // The connection still serves.
+    b.peers.handle('double', (p) => (p as number) * 2);
+    assert.equal(await a.peers.call(b.id, b.address, 'double', 4), 8);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
+});

@@ -5,6 +5,7 @@ import { ApiKeys } from './api-keys.js';
 import { Authenticator, Sessions } from './auth.js';
 import type { AppContext } from './context.js';
 import { Dashboard } from './dashboard.js';
+import { Deliveries } from './deliveries.js';
 import { DeadLetters } from './dlq.js';
 import { IncomingWebhooks } from './incoming-webhooks.js';
 import { Jobs } from './jobs.js';
@@ -25,6 +26,8 @@ export interface App {
   workers: Workers;
   incomingWebhooks: IncomingWebhooks;
   webhooks: Webhooks;
+  /** Outgoing webhook deliveries and completion callbacks (the node starts and stops them). */
+  deliveries: Deliveries;
   schedules: Schedules;
   /** Fires the schedules (the node starts and stops it). */
   scheduler: Scheduler;
@@ -50,6 +53,7 @@ export function createApp(ctx: AppContext, version: string): App {
   const auth = new Authenticator(ctx);
   const limiter = new RateLimiter(ctx.actors, ctx.clock);
   const apiCalls = new ApiCalls(ctx.store, ctx.clock, ctx.log);
+  const deliveries = new Deliveries(ctx);
   return {
     ctx,
     jobs,
@@ -57,7 +61,8 @@ export function createApp(ctx: AppContext, version: string): App {
     dlq: new DeadLetters(ctx, jobs),
     workers,
     incomingWebhooks: new IncomingWebhooks(ctx, jobs),
-    webhooks: new Webhooks(ctx),
+    webhooks: new Webhooks(ctx, deliveries),
+    deliveries,
     schedules: new Schedules(ctx, scheduler),
     scheduler,
     workflows: new Workflows(ctx, jobs),

@@ -4,7 +4,8 @@
 // change they describe is committed.
 //
 // Subscribers are kept per organization, so fan-out costs nothing for organizations nobody watches; a
-// subscriber for all organizations (the webhook dispatcher) sees everything that happens on this node.
+// subscriber for all organizations (outgoing webhook deliveries, deliveries.ts) sees everything that happens on
+// this node.
 //
 // Many nodes: an event is published on the node where its change was committed. Subscribers of one
 // organization (streams) must see it whichever node they are on, so the bus hands an event to `remote` when

@@ -26,6 +26,17 @@ export const LeaseSecs = Type.Integer({ minimum: 5, maximum: 3600 });
 export const Priority = Type.Integer({ minimum: -100, maximum: 100 });
 export const MaxRetries = Type.Integer({ minimum: 0, maximum: 100 });
 
+/** A job's tags: at most this many (an object's keys or a list's items), names of 1–100 characters. */
+export const TAGS_MAX = 50;
+const TagName = Type.String({ minLength: 1, maxLength: 100 });
+/**
+ * Tags as an object of name → value. typebox does not check a Record's key schema (it becomes the pattern
+ * `^.*$`), so the names' length is stated in `propertyNames`, which the validator checks with `maxProperties`
+ * before anything else (src/io/validate.ts): listing the errors of 50,000 keys would cost the thread a second.
+ */
+export const TagMap = Type.Record(TagName, Type.String({ maxLength: 256 }), { maxProperties: TAGS_MAX, propertyNames: TagName });
+export const TagList = Type.Array(TagName, { maxItems: TAGS_MAX });
+
 /**
  * Any JSON object (payloads, templates, metadata). Not Type.Record(String, Unknown): typebox checks a Record key
  * by key against a pattern (150 ms for 90,000 keys here), while an object type with no declared properties is a

@@ -34,7 +34,7 @@ import { policyOf, urlProblem, type UrlPolicy } from '../io/webhooks/ssrf.js';
 import type { QueueOps } from '../runtime/protocol.js';
 import type { AppContext } from './context.js';
 import { explainJob, type Explanation } from './explain.js';
-import { JsonObject, LeaseId, LeaseSecs, MaxRetries, parseTime, Priority, QueueName, Uuid, WorkerId } from './fields.js';
+import { JsonObject, LeaseId, LeaseSecs, MaxRetries, parseTime, Priority, QueueName, TagList, TagMap, Uuid, WorkerId } from './fields.js';
 import type { Admission } from './quotas.js';
 
 /** One year: an idempotency window longer than that is a key held for good (omit the TTL). */
@@ -55,12 +55,7 @@ export const JobDefinition = Type.Object({
   timeout_seconds: Type.Optional(LeaseSecs),
   completion_webhook: Type.Optional(Type.Union([Type.String({ maxLength: 2048 }), Type.Null()])),
   completion_webhook_secret: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()])),
-  tags: Type.Optional(
-    Type.Union([
-      Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 256 })),
-      Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50 }),
-    ]),
-  ),
+  tags: Type.Optional(Type.Union([TagMap, TagList])),
   concurrency_key: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 255 }), Type.Null()])),
   idempotency_ttl_secs: Type.Optional(Type.Integer({ minimum: 1, maximum: IDEMPOTENCY_TTL_MAX })),
   debounce: Type.Optional(

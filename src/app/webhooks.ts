@@ -1,12 +1,12 @@
 // Outgoing webhook endpoints: create, list, get, update, delete, their delivery history and a test delivery.
 // Endpoints are not an actor's: their rows are written here, straight to the store; the deliveries themselves
-// are the dispatcher's (src/io/webhooks), which this module tells of every change.
+// are src/app/deliveries.ts's, which this module tells of every change.
 //
 // The 'webhooks' quota counts enabled endpoints: creating an enabled one and enabling a disabled one (enabled:
-// true, after an auto-disable too) are charged; disabling, auto-disabling (the dispatcher's verdict, reported
-// here) and deleting free the slot. The secret is never shown (`has_secret`); an update that omits it keeps it, null clears it (deliveries
-// are then unsigned), a string replaces it. Every committed change invalidates the dispatchers' caches of the
-// organization's endpoints, on every node.
+// true, after an auto-disable too) are charged; disabling and deleting free the slot here, an auto-disable frees
+// it where it happens (deliveries.ts). The secret is never shown (`has_secret`); an update that omits it keeps
+// it, null clears it (deliveries are then unsigned), a string replaces it. Every committed change invalidates
+// the caches of the organization's endpoints that deliveries keep, on every node.
 import { randomUUID } from 'node:crypto';
 import Type from 'typebox';
 import { notFound, validationError } from '../errors.js';
@@ -17,9 +17,9 @@ import { listDeliveries, type DeliveryRow } from '../io/db/sql/listDeliveries.js
 import { listOutgoingWebhooks } from '../io/db/sql/listOutgoingWebhooks.js';
 import { updateOutgoingWebhook } from '../io/db/sql/updateOutgoingWebhook.js';
 import { validator, type Valid } from '../io/validate.js';
-import { WEBHOOK_EVENTS, type DeliveryResult } from '../io/webhooks/dispatcher.js';
 import { policyOf, urlProblem, type UrlPolicy } from '../io/webhooks/ssrf.js';
 import type { AppContext } from './context.js';
+import { WEBHOOK_EVENTS, type Deliveries, type DeliveryResult } from './deliveries.js';
 import { idOf } from './fields.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
@@ -55,7 +55,10 @@ const WEBHOOK = 'Outgoing webhook';
 export class Webhooks {
   private readonly policy: UrlPolicy;
 
-  constructor(private readonly c: AppContext) {
+  constructor(
+    private readonly c: AppContext,
+    private readonly outgoing: Deliveries,
+  ) {
     this.policy = policyOf(c.config);
   }
 
@@ -80,7 +83,7 @@ export class Webhooks {
       if (enabled) this.c.quotas.release(org, 'webhooks');
       throw err;
     }
-    this.c.deliveries.invalidate(org);
+    this.outgoing.invalidate(org);
     return row;
   }
 
@@ -119,7 +122,7 @@ export class Webhooks {
     if (charged && (done === null || done.wasEnabled)) this.c.quotas.release(org, 'webhooks');
     if (done === null) throw notFound(WEBHOOK);
     if (r.enabled === false && done.wasEnabled) this.c.quotas.release(org, 'webhooks');
-    this.c.deliveries.invalidate(org);
+    this.outgoing.invalidate(org);
     return done.webhook;
   }
 
@@ -129,18 +132,13 @@ export class Webhooks {
     const done = await deleteOutgoingWebhook(this.c.store, org, webhookId);
     if (!done) throw notFound(WEBHOOK);
     if (done.wasEnabled) this.c.quotas.release(org, 'webhooks');
-    this.c.deliveries.invalidate(org);
+    this.outgoing.invalidate(org);
     return { id: webhookId, deleted: true };
   }
 
   /** A webhook.test delivery to the endpoint now, one attempt, enabled or not: its outcome. */
   async test(org: string, id: string): Promise<DeliveryResult> {
-    return this.c.deliveries.test(await this.get(org, id));
-  }
-
-  /** The dispatcher disabled an endpoint after its 20th consecutive failure: its slot is free. */
-  autoDisabled(org: string): void {
-    this.c.quotas.release(org, 'webhooks');
+    return this.outgoing.test(await this.get(org, id));
   }
 
   /** The endpoint's newest deliveries, at most `limit`. */

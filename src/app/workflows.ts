@@ -37,7 +37,7 @@ import { setWorkflowStatus } from '../io/db/sql/setWorkflowStatus.js';
 import { unfinishedWorkflows } from '../io/db/sql/unfinishedWorkflows.js';
 import { validator, type Valid } from '../io/validate.js';
 import type { AppContext } from './context.js';
-import { JsonObject, LeaseSecs, MaxRetries, Priority, QueueName } from './fields.js';
+import { JsonObject, LeaseSecs, MaxRetries, Priority, QueueName, TagMap } from './fields.js';
 import { expiryOf, type Jobs } from './jobs.js';
 import { Periodic } from './periodic.js';
 
@@ -64,7 +64,7 @@ export const CreateWorkflowBody = validator(
         priority: Type.Optional(Priority),
         max_retries: Type.Optional(MaxRetries),
         timeout_seconds: Type.Optional(LeaseSecs),
-        tags: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 256 }))),
+        tags: Type.Optional(TagMap),
         expires_at: Type.Optional(
           Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description: 'not started by then (RFC 3339), the job is cancelled as expired' }),
         ),

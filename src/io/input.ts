@@ -1,7 +1,7 @@
 // Hostile input, refused once at the door (REST and gRPC alike) so that nothing below has to defend itself:
 // JSON nested deeper than the configured depth, and strings PostgreSQL cannot store (NUL, which neither text
 // nor jsonb accepts, and lone UTF-16 surrogates, which have no UTF-8 form) anywhere in a body, a query or a
-// path. Field lengths and array sizes are the schemas' business (src/io/http/validate.ts).
+// path. Field lengths, array sizes and object sizes are the schemas' business (src/io/validate.ts).
 import { validationError, type FieldProblem } from '../errors.js';
 
 /** Bounds of a request body when the configuration does not say (BODY_MAX_DEPTH, BODY_MAX_VALUES). */

@@ -319,12 +319,19 @@ export class Peers {
   private serve(wire: Wire, from: string, f: { i?: number; m: string; p: unknown }): void {
     const i = f.i ?? 0;
     const fn = this.handlers.get(f.m);
-    const answer = (r: unknown) => {
-      if (i !== 0) wire.send({ i, r: r === undefined ? null : r });
-    };
     const fail = (err: unknown) => {
       if (!(err instanceof AppError)) this.o.log.error(`node-to-node call ${f.m} failed`, err);
       if (i !== 0) wire.send({ i, e: (err instanceof AppError ? err : new AppError('INTERNAL')).toWire() });
+    };
+    // A reply JSON cannot encode (a BigInt, a cycle) throws in send: the caller gets an error answer, and the
+    // throw does not escape `.then` as an unhandled rejection.
+    const answer = (r: unknown) => {
+      if (i === 0) return;
+      try {
+        wire.send({ i, r: r === undefined ? null : r });
+      } catch (err) {
+        fail(err);
+      }
     };
     if (!fn) return fail(new AppError('INTERNAL', `no node-to-node method ${f.m}`));
     try {

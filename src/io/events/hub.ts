@@ -17,7 +17,7 @@ export interface Envelope {
   data: Record<string, unknown>;
 }
 
-/** `callback` is the webhook dispatcher's cue that a job has a completion callback; it is not for clients. */
+/** `callback` is the outgoing deliveries' cue that a job has a completion callback; it is not for clients. */
 export const toEnvelope = (e: SluiceEvent): Envelope => {
   if (!('callback' in e.data)) return { id: e.id, event: e.event, created_at: e.created_at, data: e.data };
   const { callback: _internal, ...data } = e.data;

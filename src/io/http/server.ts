@@ -42,7 +42,13 @@ export const MAX_TARGET_BYTES = 8 * 1024;
 /** One header value, all headers together, and their number, beyond which the answer is 431. */
 export const MAX_HEADER_BYTES = 8 * 1024;
 export const MAX_HEADERS_BYTES = 32 * 1024;
-export const MAX_HEADERS = 100;
+/**
+ * Below what uWS holds itself, or this check could never fire: 20.57 parses at most 98 headers and answers 431
+ * (its own HTML body) to more; 20.30 parses 48 and drops the connection on more (docs/api.md, Input limits).
+ */
+export const MAX_HEADERS = 90;
+/** HTTP's methods (RFC 9110, and PATCH): any other is refused and the connection closed, whatever the path. */
+const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH']);
 /** Headers that carry a credential: given twice, which one counts is ambiguous, so the request is refused. */
 const CREDENTIAL_HEADERS = new Set(['authorization', 'x-admin-key', 'x-webhook-token']);
 
@@ -131,6 +137,10 @@ export class HttpServer {
       const malformed = malformedHead(req, path, query);
       if (malformed) {
         res.cork(() => write(res, this.errorResponse(malformed, id), id, this.options.version, true));
+        return;
+      }
+      if (!HTTP_METHODS.has(method)) {
+        res.cork(() => write(res, this.unknownMethod(method, path), id, this.options.version, true));
         return;
       }
       const authorization = req.getHeader('authorization');
@@ -370,6 +380,13 @@ export class HttpServer {
         data.session.close();
       },
     });
+  }
+
+  /** 405 to a method HTTP does not define (20.57 passes it on; 20.30 drops it), with the path's methods if it has any. */
+  private unknownMethod(method: string, path: string): Response {
+    const err = new AppError('METHOD_NOT_ALLOWED', `${method.slice(0, 32)} is not an HTTP method`);
+    const match = this.router.match(method, path);
+    return { status: err.status, body: err.toBody(), ...(match && 'allow' in match ? { headers: { allow: match.allow.join(', ') } } : {}) };
   }
 
   private errorResponse(err: unknown, requestId: string): Response {

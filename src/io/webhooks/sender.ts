@@ -1,6 +1,6 @@
 // One attempt of an outgoing POST: SSRF check of the URL → wait for one of the process-wide slots → POST with
 // undici under a timeout → the outcome. No redirects are followed (a redirect could lead past the guard), and
-// the response body is discarded. Retrying is the dispatcher's business.
+// the response body is discarded. Retrying is the deliverer's business (deliverer.ts).
 import { Agent, request } from 'undici';
 import { guardedLookup, urlProblem, type UrlPolicy } from './ssrf.js';
 

@@ -1,4 +1,4 @@
-// enabledWebhooks — the enabled endpoints of an organization: what the dispatcher caches to route its events.
+// enabledWebhooks — the enabled endpoints of an organization: what outgoing deliveries cache to route events (src/app/deliveries.ts).
 import type { Store } from '../store.js';
 import { WEBHOOK_COLUMNS, type OutgoingWebhookRow } from './getOutgoingWebhook.js';
 

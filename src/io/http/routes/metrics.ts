@@ -8,7 +8,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import Type from 'typebox';
 import type { Config } from '../../../config.js';
 import { AppError } from '../../../errors.js';
-import { MAX_REPORTED_QUEUES, type Metrics } from '../../../runtime/metrics.js';
+import { MAX_REPORTED_QUEUES, type Metrics } from '../../../app/metrics.js';
 import type { Route } from '../router.js';
 
 const digest = (s: string): Buffer => createHash('sha256').update(s).digest();

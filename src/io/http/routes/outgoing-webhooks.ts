@@ -1,12 +1,12 @@
 // Outgoing webhook routes (REST adapter): create, list, get, update, delete, test, delivery history; all need
-// `*`. The operations (the quota, the secret's states, the dispatcher told of every change) are
+// `*`. The operations (the quota, the secret's states, the deliveries told of every change) are
 // src/app/webhooks.ts; here: the OpenAPI doc and presentation (the secret is never shown: `has_secret`).
 import Type from 'typebox';
 import type { App } from '../../../app/app.js';
+import { WEBHOOK_EVENTS } from '../../../app/deliveries.js';
 import { CreateWebhookBody, UpdateWebhookBody } from '../../../app/webhooks.js';
 import type { DeliveryRow } from '../../db/sql/listDeliveries.js';
 import type { OutgoingWebhookRow } from '../../db/sql/getOutgoingWebhook.js';
-import { WEBHOOK_EVENTS } from '../../webhooks/dispatcher.js';
 import { cursorCodec, MAX_LIMIT, pageResponse, parseLimit, readCursor, pagedDoc } from '../cursor.js';
 import { isoOf } from '../../present.js';
 import { Deleted } from '../schemas.js';

@@ -2,13 +2,16 @@
 // tests). Labels are never tenant, queue, job or worker ids (DESIGN invariant 6): only fixed sets such as event
 // names, route templates, status classes, gRPC method names and delivery outcomes.
 //
+// A service of the node, not part of the engine: the engine's only seam for it is the commit statistics its
+// threads report (CommitStats in src/runtime/protocol.ts, through ActorPool.onStats).
+//
 // Sources:
 // - the actor threads' commit statistics (batch size and latency of every group commit, reported once a second);
 // - the committed domain events (job transitions): counters, and the wait and run histograms from the times
 //   the actors put on the events (`since`), so nothing is read per job;
 // - the store, at scrape time, for the cluster gauges (jobs by state, oldest pending age), summed over all
 //   organizations and cached for GAUGE_CACHE_MS so that frequent scrapes cannot load the database;
-// - the main thread's HTTP and gRPC servers (latency, admission), the webhook dispatcher (deliveries) and the
+// - the main thread's HTTP and gRPC servers (latency, admission), outgoing webhook deliveries (closed, endpoints disabled) and the
 //   open streams (counted at scrape time);
 // - prom-client's default process metrics, under their standard names (process_cpu_seconds_total,
 //   nodejs_eventloop_lag_seconds…) so stock dashboards work.
@@ -22,7 +25,7 @@ import { clusterJobGauges, emptyCounts, GAUGE_STATES, type StateCounts } from '.
 import { queueJobGauges } from '../io/db/sql/queueJobGauges.js';
 import type { Store } from '../io/db/store.js';
 import type { Log } from '../log.js';
-import type { CommitStats } from './protocol.js';
+import type { CommitStats } from '../runtime/protocol.js';
 
 /** How long a read of the cluster gauges serves scrapes. */
 export const GAUGE_CACHE_MS = 5_000;

@@ -1,34 +1,32 @@
-// The webhook dispatcher: turns the node's committed events into deliveries.
+// Outgoing webhook deliveries: which committed events become deliveries, their rows, and what an outcome
+// changes. The sending (signing, the SSRF guard, the HTTP attempts and the waits between them) is
+// src/io/webhooks/deliverer.ts, which reports here each failed attempt and how the delivery ended.
 //
-//   event → the organization's enabled endpoints subscribed to its name (cached per organization; the use
-//   cases invalidate) → one 'pending' delivery row each → attempts 1…5, waiting 1, 2, 4, 8 retry units
-//   between them → the row closed, the endpoint's counters moved (finishDelivery; the 20th consecutive failure
-//   auto-disables it, and the use cases free its quota slot: onAutoDisabled).
+//   event → the organization's enabled endpoints subscribed to its name (cached per organization; the endpoint
+//   use cases invalidate, src/app/webhooks.ts) → one 'pending' delivery row each → attempts 1…5 → the row
+//   closed, the endpoint's counters moved (finishDelivery); the 20th consecutive failure auto-disables the
+//   endpoint, which frees its quota slot and drops every node's cache of the organization's endpoints.
 //   job.completed, and job.failed with status deadletter, of a job that has a completion callback (the actor
 //   marks them `callback: true`) → one 'callback' delivery to the job's completion_webhook, signed with its
 //   completion_webhook_secret when it has one, same attempts.
+//   job.progress goes out at most once a second per job, the last report of an interval at its end.
 //
 // Every delivery row names the node sending it. Deliveries whose node is gone (stopped between attempts,
 // killed) are adopted by the node that runs the cluster-wide tasks (`adopt`, at once when it takes the lead,
-// then every minute) and resumed from the attempt after the last recorded: each is sent by one node at a time.
-// At stop, waits and requests in flight are cut short and their deliveries stay pending for another node. The retry waits are
-// real time (WEBHOOK_RETRY_UNIT_MS), like the HTTP timeouts; timestamps come from the node's clock.
+// then every lease period) and resumed from the attempt after the last recorded: each is sent by one node at a
+// time. At stop, waits and requests in flight are cut short and their deliveries stay pending for another node.
+// Timestamps come from the node's clock.
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '../../clock.js';
-import type { EventBus, SluiceEvent } from '../../app/events.js';
-import type { Log } from '../../log.js';
-import { finishDelivery } from '../db/sql/finishDelivery.js';
-import { getJob } from '../db/sql/getJob.js';
-import { insertDelivery, type NewDelivery } from '../db/sql/insertDelivery.js';
-import { enabledWebhooks } from '../db/sql/enabledWebhooks.js';
-import { getOutgoingWebhook, type OutgoingWebhookRow } from '../db/sql/getOutgoingWebhook.js';
-import { adoptDeliveries, type PendingDelivery } from '../db/sql/adoptDeliveries.js';
-import { recordDeliveryAttempt } from '../db/sql/recordDeliveryAttempt.js';
-import type { Store } from '../db/store.js';
-import type { InvalidationChannel } from '../db/invalidations.js';
-import { Sender } from './sender.js';
-import { deliveryHeaders } from './signing.js';
-import type { UrlPolicy } from './ssrf.js';
+import { adoptDeliveries, type PendingDelivery } from '../io/db/sql/adoptDeliveries.js';
+import { enabledWebhooks } from '../io/db/sql/enabledWebhooks.js';
+import { finishDelivery } from '../io/db/sql/finishDelivery.js';
+import { getJob } from '../io/db/sql/getJob.js';
+import { getOutgoingWebhook, type OutgoingWebhookRow } from '../io/db/sql/getOutgoingWebhook.js';
+import { insertDelivery, type NewDelivery } from '../io/db/sql/insertDelivery.js';
+import { recordDeliveryAttempt } from '../io/db/sql/recordDeliveryAttempt.js';
+import type { Delivered, Target } from '../io/webhooks/deliverer.js';
+import type { AppContext } from './context.js';
+import type { SluiceEvent } from './events.js';
 
 /** SPEC Limits rule 8. */
 export const MAX_ATTEMPTS = 5;
@@ -55,35 +53,10 @@ export const PROGRESS_INTERVAL_MS = 1_000;
 /** Changes are announced to every node (see invalidate); this bounds the staleness of a missed announcement. */
 const CACHE_TTL_MS = 30_000;
 
-export interface DispatcherOptions {
-  store: Store;
-  clock: Clock;
-  log: Log;
-  events: EventBus;
-  /** An endpoint was auto-disabled (committed): the use cases give its quota slot back. */
-  onAutoDisabled: (organizationId: string) => void;
-  policy: UrlPolicy;
-  retryUnitMs: number;
-  timeoutMs: number;
-  concurrency: number;
-  /** Tells every node that an organization's endpoints changed (their caches drop it: see forget). */
-  invalidations: InvalidationChannel;
-  /** Closed deliveries and auto-disabled endpoints, for metrics. */
-  observe?: DeliveryObserver;
-  /** This node's id: the deliveries it sends carry it. */
-  nodeId: string;
-  /** How long a node counts as alive since its last heartbeat (its deliveries are not adopted meanwhile). */
-  aliveMs: number;
-}
-
+/** Closed deliveries and auto-disabled endpoints, for metrics. */
 export interface DeliveryObserver {
   onDelivery(kind: NewDelivery['kind'], ok: boolean): void;
   onEndpointDisabled(): void;
-}
-
-interface Target {
-  url: string;
-  secret: string | null;
 }
 
 /** What a delivery ended as (the test route answers it). */
@@ -96,30 +69,34 @@ export interface DeliveryResult {
   error: string | null;
 }
 
-export class WebhookDispatcher {
-  private readonly sender: Sender;
+type Delivery = Pick<NewDelivery, 'id' | 'organizationId' | 'kind' | 'event' | 'body'>;
+
+export class Deliveries {
   /** `names`: the event names the organization's endpoints subscribe to, once the read has answered. */
   private readonly cache = new Map<string, { at: number; hooks: Promise<OutgoingWebhookRow[]>; names?: Set<string> }>();
   private readonly tasks = new Set<Promise<unknown>>();
-  private readonly sleepers = new Set<() => void>();
   private unsubscribe: (() => void) | null = null;
   /** Per job: when its last job.progress went out, and the report held back since (sent when the interval ends). */
   private readonly progress = new Map<string, { at: number; held: SluiceEvent | null; timer: NodeJS.Timeout | null }>();
+  private observer: DeliveryObserver | null = null;
   private stopping = false;
 
-  constructor(private readonly o: DispatcherOptions) {
-    this.sender = new Sender({ policy: o.policy, timeoutMs: o.timeoutMs, concurrency: o.concurrency });
+  constructor(private readonly c: AppContext) {}
+
+  /** From now on, committed events become deliveries. */
+  start(): void {
+    this.unsubscribe = this.c.events.subscribe(null, (e) => this.track(this.onEvent(e)), (org, event, data) => this.wants(org, event, data));
   }
 
-  start(): void {
-    this.unsubscribe = this.o.events.subscribe(null, (e) => this.track(this.onEvent(e)), (org, event, data) => this.wants(org, event, data));
+  observe(observer: DeliveryObserver): void {
+    this.observer = observer;
   }
 
   /** Takes over the deliveries of nodes that are gone and resumes them; how many it took. */
   async adopt(): Promise<number> {
     if (this.stopping) return 0;
-    const pending = await adoptDeliveries(this.o.store, this.o.nodeId, this.o.aliveMs, 10_000);
-    if (pending.length > 0) this.o.log.info(`webhooks: resuming ${pending.length} deliveries left pending by nodes that are gone`);
+    const pending = await adoptDeliveries(this.c.store, this.c.nodeId, this.c.config.clusterLeaseMs, 10_000);
+    if (pending.length > 0) this.c.log.info(`webhooks: resuming ${pending.length} deliveries left pending by nodes that are gone`);
     for (const p of pending) this.track(this.resumeOne(p));
     return pending.length;
   }
@@ -130,17 +107,16 @@ export class WebhookDispatcher {
     this.unsubscribe?.();
     for (const p of this.progress.values()) if (p.timer) clearTimeout(p.timer);
     this.progress.clear();
-    for (const wake of this.sleepers) wake();
-    await this.sender.close();
+    await this.c.deliverer.stop();
     while (this.tasks.size > 0) await Promise.allSettled([...this.tasks]);
   }
 
   /** The organization's endpoints changed (committed): every node reads them again at its next event. */
   invalidate(organizationId: string): void {
     this.forget(organizationId);
-    this.o.invalidations
+    this.c.invalidations
       .publish({ kind: 'webhooks', id: organizationId })
-      .catch((err) => this.o.log.error('could not announce a webhook change to other nodes', err));
+      .catch((err) => this.c.log.error('could not announce a webhook change to other nodes', err));
   }
 
   /** Drops this node's cached endpoints of the organization (an announcement, or a lost channel: null = all). */
@@ -151,7 +127,7 @@ export class WebhookDispatcher {
 
   /** One `webhook.test` delivery to this endpoint now, a single attempt; its outcome. */
   async test(webhook: OutgoingWebhookRow): Promise<DeliveryResult> {
-    const at = this.o.clock.now();
+    const at = this.c.clock.now();
     const eventId = randomUUID();
     const body = JSON.stringify({
       id: eventId,
@@ -160,12 +136,12 @@ export class WebhookDispatcher {
       data: { webhook_id: webhook.id, message: 'A test delivery' },
     });
     const d = this.newDelivery(webhook.organization_id, 'test', webhook.id, null, eventId, TEST_EVENT, body, at);
-    await insertDelivery(this.o.store, d);
+    await insertDelivery(this.c.store, d);
     return this.deliver(d, 0, webhook, 1);
   }
 
   private track(p: Promise<unknown>): void {
-    const t = p.catch((err) => this.o.log.error('webhook delivery failed', err)).finally(() => this.tasks.delete(t));
+    const t = p.catch((err) => this.c.log.error('webhook delivery failed', err)).finally(() => this.tasks.delete(t));
     this.tasks.add(t);
   }
 
@@ -178,15 +154,15 @@ export class WebhookDispatcher {
     if (this.stopping) return false;
     if (data.callback === true) return true;
     const entry = this.cache.get(organizationId);
-    if (!entry?.names || this.o.clock.now() - entry.at > CACHE_TTL_MS) return true;
+    if (!entry?.names || this.c.clock.now() - entry.at > CACHE_TTL_MS) return true;
     return entry.names.has(event);
   }
 
   private subscribed(organizationId: string): Promise<OutgoingWebhookRow[]> {
-    const now = this.o.clock.now();
+    const now = this.c.clock.now();
     let entry = this.cache.get(organizationId);
     if (!entry || now - entry.at > CACHE_TTL_MS) {
-      const hooks = enabledWebhooks(this.o.store, organizationId);
+      const hooks = enabledWebhooks(this.c.store, organizationId);
       const fresh: { at: number; hooks: Promise<OutgoingWebhookRow[]>; names?: Set<string> } = { at: now, hooks };
       this.cache.set(organizationId, (entry = fresh));
       hooks.then(
@@ -204,7 +180,7 @@ export class WebhookDispatcher {
    */
   private throttled(e: SluiceEvent): boolean {
     const job = e.data.job_id as string;
-    const now = this.o.clock.now();
+    const now = this.c.clock.now();
     const p = this.progress.get(job);
     if (!p || now - p.at >= PROGRESS_INTERVAL_MS) {
       if (p?.timer) clearTimeout(p.timer);
@@ -239,7 +215,7 @@ export class WebhookDispatcher {
       const body = JSON.stringify({ id: e.id, event: e.event, created_at: e.created_at, data });
       for (const w of hooks) {
         const d = this.newDelivery(e.organization_id, 'webhook', w.id, null, e.id, e.event, body, created);
-        sends.push(insertDelivery(this.o.store, d).then(() => this.deliver(d, 0, w)));
+        sends.push(insertDelivery(this.c.store, d).then(() => this.deliver(d, 0, w)));
       }
     }
     await Promise.all(sends);
@@ -247,7 +223,7 @@ export class WebhookDispatcher {
 
   private async callback(e: SluiceEvent, data: Record<string, unknown>, created: number): Promise<void> {
     const jobId = data.job_id as string;
-    const job = await getJob(this.o.store, e.organization_id, jobId);
+    const job = await getJob(this.c.store, e.organization_id, jobId);
     if (!job?.completion_webhook) return;
     const outcome = e.event === 'job.completed' ? { result: data.result ?? null } : { error: data.error ?? null };
     const body = JSON.stringify({
@@ -260,7 +236,7 @@ export class WebhookDispatcher {
       ...outcome,
     });
     const d = this.newDelivery(e.organization_id, 'callback', null, jobId, e.id, e.event, body, created);
-    await insertDelivery(this.o.store, d);
+    await insertDelivery(this.c.store, d);
     await this.deliver(d, 0, { url: job.completion_webhook, secret: job.completion_webhook_secret ?? null });
   }
 
@@ -268,21 +244,21 @@ export class WebhookDispatcher {
   private async resumeOne(p: PendingDelivery): Promise<void> {
     let target: Target | null = null;
     if (p.webhook_id !== null) {
-      const w = await getOutgoingWebhook(this.o.store, p.organization_id, p.webhook_id);
+      const w = await getOutgoingWebhook(this.c.store, p.organization_id, p.webhook_id);
       target = w && (w.enabled || p.kind === 'test') ? w : null;
     } else if (p.job_id !== null) {
-      const job = await getJob(this.o.store, p.organization_id, p.job_id);
+      const job = await getJob(this.c.store, p.organization_id, p.job_id);
       target = job?.completion_webhook ? { url: job.completion_webhook, secret: job.completion_webhook_secret ?? null } : null;
     }
     const d = { id: p.id, organizationId: p.organization_id, kind: p.kind, event: p.event, body: p.body };
     if (target === null) {
       await finishDelivery(
-        this.o.store,
+        this.c.store,
         p.id,
-        { ok: false, attempts: p.attempts, responseStatus: null, error: 'the endpoint is gone or disabled', at: new Date(this.o.clock.now()), counts: false },
+        { ok: false, attempts: p.attempts, responseStatus: null, error: 'the endpoint is gone or disabled', at: new Date(this.c.clock.now()), counts: false },
         DISABLE_AFTER,
       );
-      this.o.observe?.onDelivery(p.kind, false);
+      this.observer?.onDelivery(p.kind, false);
       return;
     }
     await this.deliver(d, p.attempts, target, p.kind === 'test' ? 1 : MAX_ATTEMPTS);
@@ -298,68 +274,37 @@ export class WebhookDispatcher {
     body: string,
     at: number,
   ): NewDelivery {
-    return { id: randomUUID(), organizationId, kind, webhookId, jobId, eventId, event, body, at: new Date(at), nodeId: this.o.nodeId };
+    return { id: randomUUID(), organizationId, kind, webhookId, jobId, eventId, event, body, at: new Date(at), nodeId: this.c.nodeId };
   }
 
-  /** Attempts `done + 1` … `maxAttempts`, then closes the delivery. */
-  private async deliver(
-    d: Pick<NewDelivery, 'id' | 'organizationId' | 'kind' | 'event' | 'body'>,
-    done: number,
-    target: Target,
-    maxAttempts = MAX_ATTEMPTS,
-  ): Promise<DeliveryResult> {
-    let attempt = done;
-    let last = { ok: false, status: null as number | null, error: null as string | null };
-    while (attempt < maxAttempts) {
-      if (attempt > 0) {
-        // 1, 2, 4, 8 units before attempts 2…5.
-        await this.sleep(this.o.retryUnitMs * 2 ** (attempt - 1));
-      }
-      if (this.stopping) return this.result(d, 'pending', attempt, last);
-      attempt++;
-      const headers = deliveryHeaders({
-        event: d.event,
-        deliveryId: d.id,
-        attempt,
-        timestamp: Math.floor(this.o.clock.now() / 1000),
-        secret: target.secret,
-        body: d.body,
-      });
-      last = await this.sender.attempt(target.url, headers, d.body);
-      if (last.ok) break;
-      // Cut short by the stop: not an attempt the endpoint failed.
-      if (this.sender.stopped) return this.result(d, 'pending', attempt - 1, last);
-      if (attempt < maxAttempts) await recordDeliveryAttempt(this.o.store, d.id, attempt, last.status, last.error);
-    }
+  /** Attempts `done + 1` … `maxAttempts` (each failed one but the last recorded on the row), then the outcome. */
+  private async deliver(d: Delivery, done: number, target: Target, maxAttempts = MAX_ATTEMPTS): Promise<DeliveryResult> {
+    const run = await this.c.deliverer.run(d, target, done, maxAttempts, (attempt, last) =>
+      recordDeliveryAttempt(this.c.store, d.id, attempt, last.status, last.error),
+    );
+    if (!run.ended) return this.result(d, 'pending', run);
+    await this.finished(d, run);
+    return this.result(d, run.ok ? 'success' : 'failed', run);
+  }
+
+  /** Closes the row and moves the endpoint's counters; the 20th consecutive failure auto-disables the endpoint. */
+  private async finished(d: Delivery, run: Delivered): Promise<void> {
     const disabled = await finishDelivery(
-      this.o.store,
+      this.c.store,
       d.id,
-      { ok: last.ok, attempts: attempt, responseStatus: last.status, error: last.error, at: new Date(this.o.clock.now()), counts: d.kind === 'webhook' },
+      { ok: run.ok, attempts: run.attempts, responseStatus: run.last.status, error: run.last.error, at: new Date(this.c.clock.now()), counts: d.kind === 'webhook' },
       DISABLE_AFTER,
     );
-    this.o.observe?.onDelivery(d.kind, last.ok);
-    if (disabled) {
-      this.o.observe?.onEndpointDisabled();
-      this.invalidate(d.organizationId);
-      this.o.onAutoDisabled(d.organizationId);
-      this.o.log.warn(`webhooks: an endpoint of organization ${d.organizationId} was disabled after ${DISABLE_AFTER} failed deliveries`);
-    }
-    return this.result(d, last.ok ? 'success' : 'failed', attempt, last);
+    this.observer?.onDelivery(d.kind, run.ok);
+    if (!disabled) return;
+    this.observer?.onEndpointDisabled();
+    this.invalidate(d.organizationId);
+    // Exactly one statement sees the transition (finishDelivery), so the slot is freed once.
+    this.c.quotas.release(d.organizationId, 'webhooks');
+    this.c.log.warn(`webhooks: an endpoint of organization ${d.organizationId} was disabled after ${DISABLE_AFTER} failed deliveries`);
   }
 
-  private result(d: { id: string; event: string }, status: DeliveryResult['status'], attempts: number, last: { status: number | null; error: string | null }): DeliveryResult {
-    return { id: d.id, event: d.event, status, attempts, response_status: last.status, error: last.error };
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      this.sleepers.add(wake);
-    });
+  private result(d: { id: string; event: string }, status: DeliveryResult['status'], run: Delivered): DeliveryResult {
+    return { id: d.id, event: d.event, status, attempts: run.attempts, response_status: run.last.status, error: run.last.error };
   }
 }
