@@ -4,7 +4,7 @@
 //               admit it against the quotas (413, 429), ask the queue's actor to insert it (commit before reply);
 //               a duplicate idempotency key answers the job holding it (created: false) and gives the admission back
 //   bulk        each item validated alone (an invalid item is reported, not fatal), the valid ones admitted
-//               together, then enqueued one by one
+//               together, then enqueued with one message per queue (enqueueMany)
 //   claim       the queue's actor hands out up to `limit` jobs under leases (long poll with wait_ms); jobs
 //               claimed for a client that left are unclaimed (pending again at once, no attempt spent)
 //   complete / fail / heartbeat / progress    the actor holding the job checks the lease, on worker_id alone when no
@@ -266,12 +266,25 @@ export class Jobs {
     const succeeded: BulkOutcome['succeeded'] = [];
     if (valid.length > 0) {
       const admission = await this.c.quotas.admitJobs(org, valid.map((v) => v.bytes));
-      const outcomes = await Promise.allSettled(valid.map((v) => this.enqueueAdmitted(org, v.queue, v.input, admission)));
-      outcomes.forEach((o, i) => {
-        const index = valid[i]!.index;
-        if (o.status === 'fulfilled') succeeded.push({ index, id: o.value.job.id as string, job_id: o.value.job.id as string, created: o.value.created });
-        else failed.push({ index, error: (o.reason instanceof AppError ? o.reason : new AppError('INTERNAL')).toBody() });
+      // One message per queue for all its jobs; queues in order of their first job.
+      const byQueue = new Map<string, Array<{ index: number } & CompiledJob>>();
+      for (const v of valid) {
+        let items = byQueue.get(v.queue);
+        if (!items) byQueue.set(v.queue, (items = []));
+        items.push(v);
+      }
+      const results = await Promise.allSettled(
+        [...byQueue].map(([queue, items]) => this.enqueueManyAdmitted(org, queue, items.map((v) => v.input), admission)),
+      );
+      [...byQueue.values()].forEach((items, q) => {
+        const r = results[q]!;
+        items.forEach(({ index }, k) => {
+          const o = r.status === 'fulfilled' ? r.value[k]! : r.reason;
+          if (o instanceof Error) failed.push({ index, error: (o instanceof AppError ? o : new AppError('INTERNAL')).toBody() });
+          else succeeded.push({ index, id: o.id, job_id: o.id, created: o.created });
+        });
       });
+      succeeded.sort((a, b) => a.index - b.index);
     }
     failed.sort((a, b) => a.index - b.index);
     return { succeeded, failed, total: jobs.length, success_count: succeeded.length, failure_count: failed.length };
@@ -296,15 +309,48 @@ export class Jobs {
       return { created: true, job: { ...reply.job, payload: input.payload } };
     }
     this.c.quotas.releaseJobs(org, admission, 1);
+    return { created: false, job: await this.holder(org, reply) };
+  }
+
+  /**
+   * Many jobs of one queue admitted together (a bulk request): one message to the queue's actor, each job under
+   * the rules of enqueueAdmitted. Each comes back as its id (created or not), or the error that refused it.
+   */
+  private async enqueueManyAdmitted(org: string, queue: string, inputs: EnqueueInput[], admission: Admission): Promise<Array<{ id: string; created: boolean } | AppError>> {
+    let replies: QueueOps['enqueueMany']['reply'];
+    try {
+      replies = await this.c.actors.ask(org, queue, 'enqueueMany', { inputs });
+    } catch (err) {
+      this.c.quotas.releaseJobs(org, admission, inputs.length);
+      throw err;
+    }
+    return Promise.all(
+      replies.map(async (r) => {
+        if (r.created) {
+          this.c.places.remember(org, r.id, queue);
+          return { id: r.id, created: true };
+        }
+        this.c.quotas.releaseJobs(org, admission, 1);
+        if ('error' in r) return AppError.fromWire(r.error);
+        try {
+          return { id: (await this.holder(org, r)).id as string, created: false };
+        } catch (err) {
+          return err instanceof AppError ? err : new AppError('INTERNAL');
+        }
+      }),
+    );
+  }
+
+  /** The job that answers an enqueue that made none: the one holding its idempotency key, or the debounced one that took its payload. */
+  private async holder(org: string, reply: { idempotency_key: string } | { debounced: true; id: string }): Promise<Row> {
     if ('debounced' in reply) {
-      // A waiting job of the same debounce key took this payload: that job is the answer.
       const job = await getJob(this.c.store, org, reply.id);
       if (!job) throw new AppError('UNAVAILABLE', 'The debounced job could not be read; retry');
-      return { created: false, job };
+      return job;
     }
     const existing = await getJobByKey(this.c.store, org, reply.idempotency_key);
     if (!existing) throw new AppError('UNAVAILABLE', 'The job holding this idempotency key could not be read; retry');
-    return { created: false, job: existing };
+    return existing;
   }
 
   /** Claims for a worker, remembering where each job lives: the claimed rows, payloads included. */

@@ -426,6 +426,7 @@ export class ActorHost {
 
   private readonly queueHandlers: QueueHandlers = {
     enqueue: (actor, a, fx, call) => call.answer(actor.enqueue(a, fx)),
+    enqueueMany: (actor, a, fx, call) => call.answer(actor.enqueueMany(a.inputs, fx)),
     claim: (actor, a, fx, call) => this.claim(actor, a, fx, call),
     complete: (actor, a, fx, call) => call.answer(actor.complete(a, fx)),
     completeMany: (actor, a, fx, call) => call.answer(actor.completeMany(a.items, fx)),

@@ -12,6 +12,7 @@ import type {
   CompleteOutcome,
   CompleteReply,
   EnqueueInput,
+  EnqueueOutcome,
   EnqueueReply,
   ExplainFacts,
   FailInput,
@@ -37,6 +38,8 @@ type Empty = Record<string, never>;
 /** A queue actor's operations: (organization, queue) → QueueActor. */
 export interface QueueOps {
   enqueue: Op<EnqueueInput, EnqueueReply>;
+  /** A bulk enqueue's jobs of this queue: one outcome per input, in order. */
+  enqueueMany: Op<{ inputs: EnqueueInput[] }, EnqueueOutcome[]>;
   /** `wait_ms` > 0: parked as a long poll until jobs arrive or the time runs out. */
   claim: Op<ClaimInput & { wait_ms: number }, ClaimReply>;
   complete: Op<CompleteInput, CompleteReply>;

@@ -17,6 +17,7 @@
 //              with `debounce`: a job of that debounce key still waiting (scheduled, or pending unblocked) gets
 //              the new payload and a run time pushed to now + delay_ms, never past its debounce_until; else a
 //              new job scheduled at now + delay_ms
+//   enqueueMany  several enqueues in one message (a bulk request), each as above; answers each new id
 //   release    blocked → pending (dependencies_met true, feeds waiters); anything else is left alone, so the
 //              workflow coordinator may repeat it
 //   claim      paused → []; else up to `limit` ready jobs → processing, skipping keys at concurrency_per_key,
@@ -144,6 +145,12 @@ export type EnqueueReply =
   | { created: false; idempotency_key: string }
   /** A waiting job of the same debounce key took the payload: the caller reads it from the store. */
   | { created: false; debounced: true; id: string };
+
+/** What adding one job came to: the new row, or the job that holds its key or took its payload. */
+type Added = { created: true; row: JobRow } | Exclude<EnqueueReply, { created: true }>;
+
+/** One job of a bulk enqueue: its new id, the job that holds its key or took its payload, or why it was refused. */
+export type EnqueueOutcome = { created: true; id: string } | Exclude<EnqueueReply, { created: true }> | { created: false; error: WireError };
 
 export interface ClaimInput {
   worker_id: string;
@@ -332,6 +339,39 @@ export class QueueActor {
   }
 
   enqueue(input: EnqueueInput, fx: Effects): Reply<EnqueueReply> {
+    const reply = this.add(input, fx);
+    return (out) => {
+      const r = reply(out);
+      if (!r.created) return r;
+      // The row without its payload, which the caller already has (no need to copy it back across threads).
+      const { payload: _sent, ...job } = r.row;
+      return { created: true, job };
+    };
+  }
+
+  /**
+   * Many jobs in one message (a bulk enqueue): each added as `enqueue` adds it, in order. The answer is slim, the
+   * id of each new job (or why none was made), since the caller only lists them.
+   */
+  enqueueMany(inputs: EnqueueInput[], fx: Effects): Reply<EnqueueOutcome[]> {
+    const replies: Array<Reply<Added> | AppError> = [];
+    for (const input of inputs) {
+      try {
+        replies.push(this.add(input, fx));
+      } catch (err) {
+        if (!(err instanceof AppError)) throw err;
+        replies.push(err);
+      }
+    }
+    return (out) =>
+      replies.map((r): EnqueueOutcome => {
+        if (r instanceof AppError) return { created: false, error: r.toWire() };
+        const a = r(out);
+        return a.created ? { created: true, id: a.row.id } : a;
+      });
+  }
+
+  private add(input: EnqueueInput, fx: Effects): Reply<Added> {
     const key = input.idempotency_key;
     const now = fx.now;
     if (key !== null) {
@@ -427,8 +467,7 @@ export class QueueActor {
       this.place(job);
       this.armExpiry(job);
       this.feedWaiters(fx);
-      const { payload: _sent, ...created } = row;
-      return () => ({ created: true, job: created });
+      return () => ({ created: true, row });
     }
     return (out) => {
       if (this.jobs.get(id) !== job) return { created: false, idempotency_key: key };
@@ -441,8 +480,7 @@ export class QueueActor {
       this.place(job);
       this.armExpiry(job);
       this.feedWaiters(fx);
-      const { payload: _sent, ...created } = row;
-      return { created: true, job: created };
+      return { created: true, row };
     };
   }
 
@@ -1058,7 +1096,7 @@ export class QueueActor {
   }
 
   /** A waiting job of the debounce key takes the new payload; its run moves to now + delay, never past its bound. */
-  private debounced(job: LiveJob, d: Debounce, payload: unknown, fx: Effects): Reply<EnqueueReply> {
+  private debounced(job: LiveJob, d: Debounce, payload: unknown, fx: Effects): Reply<Added> {
     const now = fx.now;
     const at = Math.min(now + d.delay_ms, job.debounce_until ?? Infinity);
     job.scheduled_at = at;
