@@ -3,8 +3,10 @@
 // Records are first folded per job (an insert followed by a claim in the same group becomes one insert of
 // the final row; several updates become one with the errors appended in order), because the data-modifying
 // CTEs of one statement share a snapshot and cannot see each other's rows. Then queues, inserts and updates
-// go out as three multi-row CTEs over unnest() arrays: one round trip and one implicit transaction, however
-// large the group. On this machine a one-row INSERT per transaction peaks near 6,800/s while 100-row
+// go out as multi-row CTEs: one round trip and one implicit transaction, however large the group. Inserts and
+// updates travel as one JSON document each (json_to_recordset, times as epoch milliseconds, payloads and results
+// nested as they are): one native JSON.stringify instead of a text array per column with every element escaped
+// by the driver, which cost the actor thread twice as much (docs/BENCHMARKS.md). On this machine a one-row INSERT per transaction peaks near 6,800/s while 100-row
 // statements reach ~65,000 rows/s; this is where group commit gets its numbers.
 import type { CommitResult, ErrorEntry, JobRow, JobState, JournalRecord, Progress, QueueState } from '../../../actors/records.js';
 import type { Store } from '../store.js';
@@ -36,7 +38,8 @@ interface Update {
 }
 
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
-const json = (v: unknown): string | null => (v === undefined || v === null ? null : JSON.stringify(v));
+/** A time travels as epoch milliseconds (a JSON number) and becomes a timestamptz in the statement. */
+const ts = (col: string): string => `to_timestamp(${col} / 1000.0)`;
 
 export async function commitBatch(store: Store, records: readonly JournalRecord[], fence: Fence | null = null): Promise<CommitResult> {
   const queues = new Map<string, { organization_id: string; name: string; state: QueueState | null }>();
@@ -147,31 +150,41 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   }
 
   if (updates.size > 0) {
-    const ids = [...updates.keys()];
-    const us = [...updates.values()];
-    const col = <T>(f: (u: Update) => T, type: string) => p(us.map(f), type);
+    const us = [...updates].map(([id, u]) => ({
+      i: id,
+      s: u.state.status,
+      p: u.state.priority,
+      r: u.state.retry_count,
+      l: u.state.last_error,
+      sa: u.state.scheduled_at,
+      st: u.state.started_at,
+      c: u.state.completed_at,
+      u: u.state.updated_at,
+      w: u.state.assigned_worker_id,
+      li: u.state.lease_id,
+      le: u.state.lease_expires_at,
+      h: u.hasResult,
+      v: u.result ?? null,
+      e: u.errors.length > 0 ? u.errors : null,
+      t: u.returning,
+      o: u.onlyFrom,
+      d: u.state.dependencies_met,
+      x: u.extra,
+    }));
     ctes.push(`upd AS (
-      UPDATE jobs j SET status = u.st, priority = u.pr, retry_count = u.rc, last_error = u.le, scheduled_at = u.sa,
-        started_at = u.sta, completed_at = u.coa, updated_at = u.ua, assigned_worker_id = u.wid, lease_id = u.lid,
-        lease_expires_at = u.lea, dependencies_met = u.dm,
-        result = CASE WHEN u.hr THEN u.res::jsonb ELSE j.result END,
-        payload = COALESCE(u.x::jsonb -> 'payload', j.payload),
-        progress = COALESCE(u.x::jsonb -> 'progress', j.progress),
-        idempotency_key = CASE WHEN u.x::jsonb ? 'drop_key' THEN NULL ELSE j.idempotency_key END,
-        expires_at = CASE WHEN u.x::jsonb ? 'clear_expiry' THEN NULL ELSE j.expires_at END,
-        errors = CASE WHEN u.er IS NULL THEN j.errors ELSE j.errors || u.er::jsonb END
-      FROM unnest(${p(ids, 'uuid')}, ${col((u) => u.state.status, 'text')}, ${col((u) => u.state.priority, 'int')},
-        ${col((u) => u.state.retry_count, 'int')}, ${col((u) => u.state.last_error, 'text')},
-        ${col((u) => iso(u.state.scheduled_at), 'timestamptz')}, ${col((u) => iso(u.state.started_at), 'timestamptz')},
-        ${col((u) => iso(u.state.completed_at), 'timestamptz')}, ${col((u) => iso(u.state.updated_at), 'timestamptz')},
-        ${col((u) => u.state.assigned_worker_id, 'text')}, ${col((u) => u.state.lease_id, 'uuid')},
-        ${col((u) => iso(u.state.lease_expires_at), 'timestamptz')}, ${col((u) => u.hasResult, 'bool')},
-        ${col((u) => json(u.result), 'text')}, ${col((u) => (u.errors.length > 0 ? JSON.stringify(u.errors) : null), 'text')},
-        ${col((u) => u.returning, 'bool')}, ${col((u) => u.onlyFrom, 'text')}, ${col((u) => u.state.dependencies_met, 'bool')},
-        ${col((u) => json(u.extra), 'text')})
-        AS u(id, st, pr, rc, le, sa, sta, coa, ua, wid, lid, lea, hr, res, er, ret, exp, dm, x)
-      WHERE j.id = u.id AND (u.exp IS NULL OR j.status = ANY (string_to_array(u.exp, ',')))${guard}
-      RETURNING j.id, CASE WHEN u.ret THEN to_jsonb(j) END AS row)`);
+      UPDATE jobs j SET status = u.s, priority = u.p, retry_count = u.r, last_error = u.l, scheduled_at = ${ts('u.sa')},
+        started_at = ${ts('u.st')}, completed_at = ${ts('u.c')}, updated_at = ${ts('u.u')}, assigned_worker_id = u.w, lease_id = u.li,
+        lease_expires_at = ${ts('u.le')}, dependencies_met = u.d,
+        result = CASE WHEN u.h THEN u.v ELSE j.result END,
+        payload = COALESCE(u.x -> 'payload', j.payload),
+        progress = COALESCE(u.x -> 'progress', j.progress),
+        idempotency_key = CASE WHEN u.x ? 'drop_key' THEN NULL ELSE j.idempotency_key END,
+        expires_at = CASE WHEN u.x ? 'clear_expiry' THEN NULL ELSE j.expires_at END,
+        errors = CASE WHEN u.e IS NULL THEN j.errors ELSE j.errors || u.e END
+      FROM json_to_recordset(${p1(JSON.stringify(us), 'json')}) AS u(i uuid, s text, p int, r int, l text, sa float8, st float8, c float8,
+        u float8, w text, li uuid, le float8, h bool, v jsonb, e jsonb, t bool, o text, d bool, x jsonb)
+      WHERE j.id = u.i AND (u.o IS NULL OR j.status = ANY (string_to_array(u.o, ',')))${guard}
+      RETURNING j.id, CASE WHEN u.t THEN to_jsonb(j) END AS row)`);
     selects.push(`SELECT 'u' AS k, id, row FROM upd`);
   }
 
@@ -193,30 +206,50 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   }
 
   if (inserts.size > 0) {
-    const all = [...inserts.values()];
-    const rows = all.map((i) => i.row);
-    const col = <T>(f: (r: JobRow) => T, type: string) => p(rows.map(f), type);
+    const rows = [...inserts.values()].map(({ row: r, progress }) => ({
+      i: r.id,
+      o: r.organization_id,
+      q: r.queue_name,
+      s: r.status,
+      pl: r.payload,
+      v: r.result ?? null,
+      p: r.priority,
+      r: r.retry_count,
+      m: r.max_retries,
+      l: r.last_error,
+      e: r.errors,
+      tg: r.tags,
+      k: r.idempotency_key,
+      to: r.timeout_seconds,
+      sa: r.scheduled_at,
+      ca: r.created_at,
+      st: r.started_at,
+      c: r.completed_at,
+      u: r.updated_at,
+      w: r.assigned_worker_id,
+      li: r.lease_id,
+      le: r.lease_expires_at,
+      wf: r.workflow_id,
+      d: r.dependencies_met,
+      cw: r.completion_webhook,
+      cs: r.completion_webhook_secret,
+      ck: r.concurrency_key,
+      ie: r.idempotency_expires_at,
+      dk: r.debounce_key,
+      du: r.debounce_until,
+      pg: progress ?? null,
+      xa: r.expires_at ?? null,
+    }));
     ctes.push(`ins AS (
       INSERT INTO jobs (id, organization_id, queue_name, status, payload, result, priority, retry_count, max_retries,
         last_error, errors, tags, idempotency_key, timeout_seconds, scheduled_at, created_at, started_at, completed_at,
         updated_at, assigned_worker_id, lease_id, lease_expires_at, workflow_id, dependencies_met, completion_webhook,
         completion_webhook_secret, concurrency_key, idempotency_expires_at, debounce_key, debounce_until, progress, expires_at)
-      SELECT id, org, qn, st, pl::jsonb, res::jsonb, pr, rc, mr, le, er::jsonb, tg::jsonb, ik, ts, sa, ca, sta, coa, ua,
-        wid, lid, lea, wf, dm, cw, cws, ck, iea, dk, du, pg::jsonb, xa
-      FROM unnest(${col((r) => r.id, 'uuid')}, ${col((r) => r.organization_id, 'uuid')}, ${col((r) => r.queue_name, 'text')},
-        ${col((r) => r.status, 'text')}, ${col((r) => JSON.stringify(r.payload), 'text')}, ${col((r) => json(r.result), 'text')},
-        ${col((r) => r.priority, 'int')}, ${col((r) => r.retry_count, 'int')}, ${col((r) => r.max_retries, 'int')},
-        ${col((r) => r.last_error, 'text')}, ${col((r) => JSON.stringify(r.errors), 'text')}, ${col((r) => JSON.stringify(r.tags), 'text')},
-        ${col((r) => r.idempotency_key, 'text')}, ${col((r) => r.timeout_seconds, 'int')}, ${col((r) => iso(r.scheduled_at), 'timestamptz')},
-        ${col((r) => iso(r.created_at), 'timestamptz')}, ${col((r) => iso(r.started_at), 'timestamptz')},
-        ${col((r) => iso(r.completed_at), 'timestamptz')}, ${col((r) => iso(r.updated_at), 'timestamptz')},
-        ${col((r) => r.assigned_worker_id, 'text')}, ${col((r) => r.lease_id, 'uuid')}, ${col((r) => iso(r.lease_expires_at), 'timestamptz')},
-        ${col((r) => r.workflow_id, 'uuid')}, ${col((r) => r.dependencies_met, 'bool')}, ${col((r) => r.completion_webhook, 'text')},
-        ${col((r) => r.completion_webhook_secret, 'text')}, ${col((r) => r.concurrency_key, 'text')},
-        ${col((r) => iso(r.idempotency_expires_at), 'timestamptz')}, ${col((r) => r.debounce_key, 'text')},
-        ${col((r) => iso(r.debounce_until), 'timestamptz')}, ${p(all.map((i) => json(i.progress)), 'text')},
-        ${col((r) => iso(r.expires_at ?? null), 'timestamptz')})
-        AS t(id, org, qn, st, pl, res, pr, rc, mr, le, er, tg, ik, ts, sa, ca, sta, coa, ua, wid, lid, lea, wf, dm, cw, cws, ck, iea, dk, du, pg, xa)
+      SELECT i, o, q, s, pl, v, p, r, m, l, e, tg, k, "to", ${ts('sa')}, ${ts('ca')}, ${ts('st')}, ${ts('c')}, ${ts('u')},
+        w, li, ${ts('le')}, wf, d, cw, cs, ck, ${ts('ie')}, dk, ${ts('du')}, pg, ${ts('xa')}
+      FROM json_to_recordset(${p1(JSON.stringify(rows), 'json')}) AS t(i uuid, o uuid, q text, s text, pl jsonb, v jsonb, p int, r int, m int,
+        l text, e jsonb, tg jsonb, k text, "to" int, sa float8, ca float8, st float8, c float8, u float8, w text, li uuid, le float8,
+        wf uuid, d bool, cw text, cs text, ck text, ie float8, dk text, du float8, pg jsonb, xa float8)
       WHERE true${guard}${takeOver}
       ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING id, CASE WHEN status = 'processing' THEN to_jsonb(jobs) END AS row)`);
