@@ -147,17 +147,20 @@ const UNLIMITED_FREE_PLAN: Record<string, string> = Object.fromEntries(
 );
 
 /**
- * Starts `node --import tsx src/main.ts` on an ephemeral port. The caller's environment passes through
+ * Starts `node --import tsx src/main.ts` on an ephemeral port, or with BENCH_COMPILED=1 the compiled build
+ * (`node dist/main.js`, what production runs; `make build` first). The caller's environment passes through
  * (ACTOR_THREADS, PG_POOL_SIZE…), and BENCH_CPU_PROF=<dir> adds --cpu-prof for every thread of the node.
  */
 export async function startServer(databaseUrl: string): Promise<ServerProcess> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
-  const args = ['--import', 'tsx'];
+  const compiled = process.env.BENCH_COMPILED === '1';
+  if (compiled && !fs.existsSync(path.join(SERVER_ROOT, 'dist/main.js'))) throw new Error(`BENCH_COMPILED=1: no ${SERVER_ROOT}/dist/main.js (run make build)`);
+  const args = compiled ? [] : ['--import', 'tsx'];
   const profDir = process.env.BENCH_CPU_PROF;
   if (profDir) args.push('--cpu-prof', `--cpu-prof-dir=${path.resolve(profDir)}`);
   // BENCH_NODE_ARGS="--trace-gc …": flags for the node under test only (NODE_OPTIONS would reach the bench too).
   args.push(...(process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean));
-  args.push(path.join(SERVER_ROOT, 'src/main.ts'));
+  args.push(path.join(SERVER_ROOT, compiled ? 'dist/main.js' : 'src/main.ts'));
   const child = spawn(process.execPath, args, {
     cwd: SERVER_ROOT,
     // Its own process group, so a Ctrl-C meant for the bench reaches it only through our cleanup.
