@@ -83,6 +83,11 @@ export class Authenticator {
   private readonly keys = new Map<string, KeyState>();
   /** Digest → key id. */
   private readonly digests = new Map<string, string>();
+  /**
+   * Key → its digest, for keys seen lately: a SHA-256 per request cost 3–5% of the main thread (docs/BENCHMARKS.md).
+   * It holds keys the node is being sent anyway, and only as long as the cache of what they map to.
+   */
+  private readonly keyDigests = new Map<string, string>();
   /** Keys revoked on this node lately (real-time ms until which to remember), kept apart from the evictable cache. */
   private readonly revokedKeys = new Map<string, number>();
   /** Changes of keys' permissions applied on this node: a read in flight across one is not cached. */
@@ -115,7 +120,12 @@ export class Authenticator {
 
   /** The principal of an API key (also login's check of the key it is given). */
   async apiKey(key: string): Promise<Principal> {
-    const digest = digestKey(key);
+    let digest = this.keyDigests.get(key);
+    if (digest === undefined) {
+      digest = digestKey(key);
+      if (this.keyDigests.size >= CACHE_MAX) this.keyDigests.delete(this.keyDigests.keys().next().value!);
+      this.keyDigests.set(key, digest);
+    }
     const id = this.digests.get(digest);
     let state = id === undefined ? undefined : this.fresh(id);
     if (!state) {
@@ -190,6 +200,7 @@ export class Authenticator {
     this.rereads++;
     this.keys.clear();
     this.digests.clear();
+    this.keyDigests.clear();
     this.start().catch((err) => this.log.error('could not reload revoked tokens', err));
   }
 

@@ -6,6 +6,13 @@ import { randomUUID } from 'node:crypto';
 /** Printable, no spaces, quotes or separators a log line or header could be confused by; at most 128 chars. */
 const SANE = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
+// New ids share a random prefix per process and count in their last group: unique like random UUIDs (the
+// prefix keeps 74 random bits), at a fraction of the cost of drawing one per request.
+const PREFIX = randomUUID().slice(0, 24);
+let counter = 0;
+
 export function requestIdOf(incoming: string): string {
-  return SANE.test(incoming) ? incoming : randomUUID();
+  if (SANE.test(incoming)) return incoming;
+  counter = (counter + 1) % 0x1000000000000;
+  return PREFIX + counter.toString(16).padStart(12, '0');
 }
