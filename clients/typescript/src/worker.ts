@@ -19,6 +19,7 @@ import { hostname as osHostname } from 'node:os';
 import type { SluiceClient } from './client.js';
 import { TypedEmitter } from './emitter.js';
 import { JobCancelledError, LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
+import { AckBatcher } from './acks.js';
 import { backoff, sleep } from './http.js';
 import type { Job, JsonObject } from './types.js';
 
@@ -601,14 +602,17 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   }
 }
 
-/** The REST transport: long-poll claims sized to the free slots; reports and renewals as requests. */
+/** The REST transport: long-poll claims sized to the free slots; completions batched (acks.ts); fails, renewals and progress as requests. */
 class HttpTransport implements Transport {
   private loop: Promise<void> | null = null;
   private claim: { ctl: AbortController; answered: boolean } | null = null;
   private wakeUp: (() => void) | null = null;
   private readonly idle = new AbortController();
+  private readonly acks: AckBatcher;
 
-  constructor(private readonly host: TransportHost) {}
+  constructor(private readonly host: TransportHost) {
+    this.acks = new AckBatcher(host.client, () => host.workerId);
+  }
 
   start(): void {
     this.loop = this.run();
@@ -683,8 +687,9 @@ class HttpTransport implements Transport {
     }
   }
 
-  async complete(job: Job<never>, result: unknown): Promise<void> {
-    await this.host.client.jobs.complete(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, result });
+  /** Batched with the other completions of this turn (acks.ts); resolves or rejects with this job's own outcome. */
+  complete(job: Job<never>, result: unknown): Promise<void> {
+    return this.acks.complete(job, result);
   }
 
   async fail(job: Job<never>, error: string, retryable: boolean): Promise<string | null> {
