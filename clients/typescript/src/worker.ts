@@ -20,6 +20,7 @@ import type { SluiceClient } from './client.js';
 import { TypedEmitter } from './emitter.js';
 import { JobCancelledError, LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
 import { AckBatcher } from './acks.js';
+import { CLAIM_LINGER_MS, claimThreshold } from './claiming.js';
 import { backoff, sleep } from './http.js';
 import type { Job, JsonObject } from './types.js';
 
@@ -144,6 +145,9 @@ export interface TransportHost {
   readonly client: SluiceClient;
   readonly queue: string;
   readonly workerId: string;
+  readonly concurrency: number;
+  /** Handlers running now. */
+  readonly active: number;
   readonly leaseSeconds: number | undefined;
   readonly pollWaitMs: number;
   readonly grpc: WorkerOptions['grpc'];
@@ -602,24 +606,43 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   }
 }
 
-/** The REST transport: long-poll claims sized to the free slots; completions batched (acks.ts); fails, renewals and progress as requests. */
+/**
+ * The REST transport: long-poll claims sized to the free slots, sent once enough slots are free to fill several
+ * (a quarter of the concurrency, or all of them when the worker is idle, or whatever is free after
+ * CLAIM_LINGER_MS); completions batched into `POST /api/v1/jobs/complete` (acks.ts); fails, renewals and
+ * progress as single requests.
+ */
 class HttpTransport implements Transport {
   private loop: Promise<void> | null = null;
   private claim: { ctl: AbortController; answered: boolean } | null = null;
   private wakeUp: (() => void) | null = null;
+  private wakeScheduled = false;
   private readonly idle = new AbortController();
   private readonly acks: AckBatcher;
+  private readonly threshold: number;
+  /** Since when slots have been free without a claim for them (null: none are). */
+  private freeSince: number | null = null;
 
   constructor(private readonly host: TransportHost) {
     this.acks = new AckBatcher(host.client, () => host.workerId);
+    this.threshold = claimThreshold(host.concurrency);
   }
 
   start(): void {
     this.loop = this.run();
   }
 
+  /**
+   * A slot became free. The loop looks after the current turn, so that every handler finishing in it (a batch
+   * acknowledgement frees its slots together) is counted before a claim is sized.
+   */
   wake(): void {
-    this.wakeUp?.();
+    if (this.wakeScheduled || !this.wakeUp) return;
+    this.wakeScheduled = true;
+    setImmediate(() => {
+      this.wakeScheduled = false;
+      this.wakeUp?.();
+    });
   }
 
   async stopClaiming(): Promise<void> {
@@ -631,16 +654,38 @@ class HttpTransport implements Transport {
     await this.loop;
   }
 
+  /** Waits for a wake() (or stopClaiming), or `ms` when given. */
+  private sleepUntilWoken(ms?: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = ms === undefined ? undefined : setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = done;
+    }).finally(() => (this.wakeUp = null));
+  }
+
   private async run(): Promise<void> {
     const h = this.host;
     let failures = 0;
     while (!h.stopping) {
       const free = Math.min(h.free(), 100);
       if (free <= 0) {
-        await new Promise<void>((resolve) => (this.wakeUp = resolve));
-        this.wakeUp = null;
+        this.freeSince = null;
+        await this.sleepUntilWoken();
         continue;
       }
+      if (free < Math.min(this.threshold, 100) && h.active > 0) {
+        // More slots are about to free: wait a little for them, so that the claim carries several jobs.
+        this.freeSince ??= Date.now();
+        const left = this.freeSince + CLAIM_LINGER_MS - Date.now();
+        if (left > 0) {
+          await this.sleepUntilWoken(left);
+          continue;
+        }
+      }
+      this.freeSince = null;
       const started = Date.now();
       let jobs: Job<never>[];
       try {
