@@ -79,6 +79,11 @@ export type Handler<P = JsonObject, R = unknown> = (job: Job<P>, ctx: JobContext
 export interface WorkerOptions {
   /** Handlers running at once (1…1000, default 1). */
   concurrency?: number;
+  /**
+   * Jobs claimed ahead of the free slots, held until a slot frees (0…1000, default 0). Their leases run (and are
+   * renewed) while they wait; close() runs them too.
+   */
+  prefetch?: number;
   /** Lease asked for at each claim and renewal, 5…3600 s (default: the queue's, else the job's timeout_seconds). */
   leaseSeconds?: number;
   /** Long-poll wait of a claim, 0…30000 ms (default 30000). */
@@ -161,6 +166,8 @@ export interface TransportHost {
 
 interface Running {
   job: Job<never>;
+  /** Its handler has begun (false while a prefetched job waits for a slot). */
+  started: boolean;
   ctl: AbortController;
   lost: boolean;
   timedOut: boolean;
@@ -185,6 +192,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   readonly client: SluiceClient;
   readonly queue: string;
   readonly concurrency: number;
+  readonly prefetch: number;
   readonly leaseSeconds: number | undefined;
   readonly pollWaitMs: number;
   readonly grpc: WorkerOptions['grpc'];
@@ -195,7 +203,12 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
 
   private readonly handler: Handler<P, R>;
   private readonly opts: WorkerOptions;
+  /** Every job held: waiting for a slot (prefetched), running, or being reported. */
   private readonly running = new Map<string, Running>();
+  /** Prefetched jobs waiting for a slot, oldest first. */
+  private readonly waiting: Running[] = [];
+  /** Slots taken: handlers running or reporting. */
+  private busy = 0;
   private id: string;
   private transport: Transport | null = null;
   private state: 'idle' | 'starting' | 'running' | 'closing' | 'closed' = 'idle';
@@ -232,6 +245,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     this.handler = handler;
     this.opts = opts;
     this.concurrency = int('concurrency', opts.concurrency, 1, 1000, 1);
+    this.prefetch = int('prefetch', opts.prefetch, 0, 1000, 0);
     this.leaseSeconds = int('leaseSeconds', opts.leaseSeconds, 5, 3600, undefined);
     this.pollWaitMs = int('pollWaitMs', opts.pollWaitMs, 0, 30_000, 30_000);
     int('heartbeatIntervalMs', opts.heartbeatIntervalMs, 50, 3_600_000, undefined);
@@ -265,9 +279,9 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     return this.state === 'closing' || this.state === 'closed';
   }
 
-  /** Handlers running now. */
+  /** Handlers running now (with their reports). */
   get active(): number {
-    return this.running.size;
+    return this.busy;
   }
 
   /** Jobs handled since start (reported or not). */
@@ -275,8 +289,9 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     return this.processedCount;
   }
 
+  /** Jobs the worker may take now: its free slots, plus the prefetch not used. */
   free(): number {
-    return this.stopping ? 0 : this.concurrency - this.running.size;
+    return this.stopping ? 0 : this.concurrency + this.prefetch - this.running.size;
   }
 
   /** Registers and starts claiming. Called by the constructor unless `autostart: false`. */
@@ -385,20 +400,48 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   cancelled(jobId: string, cause?: unknown): void {
     const r = this.running.get(jobId);
     if (!r || r.lost) return;
-    r.lost = true;
-    clearTimeout(r.renewTimer);
     const reason = cause instanceof JobCancelledError ? cause : new JobCancelledError({ status: 409, code: 'JOB_CANCELLED', message: `job ${jobId} was cancelled` });
-    r.ctl.abort(reason);
-    this.emit('leaseLost', r.job as Job<P>, reason);
+    this.lose(r, reason, reason);
   }
 
-  /** A claimed job: run it in a free slot. */
+  /** The job is no longer ours: abort its signal (or drop it if it never started) and say so. */
+  private lose(r: Running, reason: unknown, err: unknown): void {
+    r.lost = true;
+    clearTimeout(r.renewTimer);
+    r.ctl.abort(reason);
+    if (!r.started) this.unhold(r);
+    this.emit('leaseLost', r.job as Job<P>, err);
+  }
+
+  /** A prefetched job leaves without having run (lost, or given back at shutdown). */
+  private unhold(r: Running): void {
+    const at = this.waiting.indexOf(r);
+    if (at >= 0) this.waiting.splice(at, 1);
+    if (this.running.get(r.job.id) !== r) return;
+    this.running.delete(r.job.id);
+    if (this.running.size === 0) this.drained?.();
+    this.transport?.wake();
+  }
+
+  /** A claimed job: run it in a free slot, or hold it (with its lease renewed) until one frees. */
   dispatch(job: Job<never>): void {
-    const r: Running = { job, ctl: new AbortController(), lost: false, timedOut: false, abandoned: false, renewing: null };
+    const r: Running = { job, started: false, ctl: new AbortController(), lost: false, timedOut: false, abandoned: false, renewing: null };
     this.running.set(job.id, r);
+    this.renewals(r);
+    if (this.busy < this.concurrency) this.begin(r);
+    else this.waiting.push(r);
+  }
+
+  private begin(r: Running): void {
+    r.started = true;
+    this.busy++;
     void this.process(r).finally(() => {
-      this.running.delete(job.id);
+      this.busy--;
+      this.running.delete(r.job.id);
       this.processedCount++;
+      // The slot goes to the oldest prefetched job first.
+      const next = this.waiting.shift();
+      if (next) this.begin(next);
       if (this.running.size === 0) this.drained?.();
       this.transport?.wake();
     });
@@ -413,37 +456,38 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     return (job.timeout_seconds || 300) * 1000;
   }
 
-  private async process(r: Running): Promise<void> {
+  /** Renews the job's lease; a renewal refused for good loses the job. */
+  private async renew(r: Running): Promise<void> {
     const { job } = r;
-    const leaseMs = this.leaseMsOf(job);
-    const every = this.opts.heartbeatIntervalMs ?? leaseMs / 3;
-    const renew = async (): Promise<void> => {
-      if (r.lost || r.timedOut || r.abandoned) return;
-      try {
-        await this.transport!.renew(job, this.leaseSeconds);
-      } catch (err) {
-        if (err instanceof JobCancelledError) return this.cancelled(job.id, err);
-        if (err instanceof LeaseExpiredError || err instanceof NotFoundError) {
-          if (!r.lost) {
-            r.lost = true;
-            clearTimeout(r.renewTimer);
-            r.ctl.abort(new LeaseLostError(job.id, err));
-            this.emit('leaseLost', job as Job<P>, err);
-          }
-          return;
-        }
-        this.emit('error', err, `lease renewal of job ${job.id}`);
+    if (r.lost || r.timedOut || r.abandoned) return;
+    try {
+      await this.transport!.renew(job, this.leaseSeconds);
+    } catch (err) {
+      if (err instanceof JobCancelledError) return this.cancelled(job.id, err);
+      if (err instanceof LeaseExpiredError || err instanceof NotFoundError) {
+        if (!r.lost) this.lose(r, new LeaseLostError(job.id, err), err);
+        return;
       }
-    };
+      this.emit('error', err, `lease renewal of job ${job.id}`);
+    }
+  }
+
+  /** Renews the lease every third of its length from the claim on (a prefetched job's lease runs while it waits). */
+  private renewals(r: Running): void {
+    const every = this.opts.heartbeatIntervalMs ?? this.leaseMsOf(r.job) / 3;
     const tick = () => {
       r.renewTimer = setTimeout(async () => {
-        r.renewing = renew();
+        r.renewing = this.renew(r);
         await r.renewing;
         r.renewing = null;
-        if (!r.lost && !r.timedOut && !r.abandoned && this.running.has(job.id)) tick();
+        if (!r.lost && !r.timedOut && !r.abandoned && this.running.get(r.job.id) === r) tick();
       }, every);
     };
     tick();
+  }
+
+  private async process(r: Running): Promise<void> {
+    const { job } = r;
     if (job.timeout_seconds > 0) {
       r.deadline = setTimeout(() => {
         r.timedOut = true;
@@ -457,7 +501,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
       attempt: (job.retry_count ?? 0) + 1,
       heartbeat: async () => {
         if (r.lost) throw new LeaseLostError(job.id);
-        await renew();
+        await this.renew(r);
         if (r.lost) throw new LeaseLostError(job.id);
       },
       progress: async (progress, message = null, data = null) => {
@@ -559,7 +603,10 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     }
   }
 
-  /** Jobs still running after the grace: signal them, and hand them back so they are retried soon. */
+  /**
+   * Jobs still held after the grace (running, or prefetched and never started): signal them, and hand them back
+   * so they are retried soon.
+   */
   private async abandonRunning(): Promise<void> {
     const left = [...this.running.values()];
     await Promise.all(
@@ -568,6 +615,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
         clearTimeout(r.renewTimer);
         clearTimeout(r.deadline);
         r.ctl.abort(new WorkerShutdownError(r.job.id));
+        if (!r.started) this.unhold(r);
         if (r.lost) return;
         try {
           const status = await this.transport!.fail(r.job, new WorkerShutdownError(r.job.id).message, true);
