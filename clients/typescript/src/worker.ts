@@ -12,8 +12,11 @@
 // or fail with the thrown error's message (`UnrecoverableError`: `retryable: false`, dead-lettered at once).
 // A job whose lease was lost is not reported: the service would refuse it, and another worker may hold it.
 //
-// Claims are sized to the free slots (`limit` = concurrency − running, at most 100) and long-poll
-// (`wait_ms`), so an idle worker makes one request per `pollWaitMs` and a busy one none at all.
+// Claims are sized to the free slots (`limit` = concurrency + prefetch − held, at most 100) and long-poll
+// (`wait_ms`), so an idle worker makes one request per `pollWaitMs` and a busy one none at all. A claim is sent
+// once it is worth one (claiming.ts): a quarter of the concurrency free, the worker idle, or CLAIM_LINGER_MS
+// after a slot freed. Over REST, completions are batched into POST /api/v1/jobs/complete (acks.ts). With
+// `prefetch`, claimed jobs beyond the free slots are held (their leases renewed) until a slot frees.
 import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import type { SluiceClient } from './client.js';
