@@ -171,6 +171,8 @@ interface Running {
   job: Job<never>;
   /** Its handler has begun (false while a prefetched job waits for a slot). */
   started: boolean;
+  /** Its handler has returned: no more renewals (a late one would find the job completed and call it lost). */
+  handled: boolean;
   ctl: AbortController;
   lost: boolean;
   timedOut: boolean;
@@ -428,7 +430,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
 
   /** A claimed job: run it in a free slot, or hold it (with its lease renewed) until one frees. */
   dispatch(job: Job<never>): void {
-    const r: Running = { job, started: false, ctl: new AbortController(), lost: false, timedOut: false, abandoned: false, renewing: null };
+    const r: Running = { job, started: false, handled: false, ctl: new AbortController(), lost: false, timedOut: false, abandoned: false, renewing: null };
     this.running.set(job.id, r);
     this.renewals(r);
     if (this.busy < this.concurrency) this.begin(r);
@@ -462,7 +464,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   /** Renews the job's lease; a renewal refused for good loses the job. */
   private async renew(r: Running): Promise<void> {
     const { job } = r;
-    if (r.lost || r.timedOut || r.abandoned) return;
+    if (r.lost || r.timedOut || r.abandoned || r.handled) return;
     try {
       await this.transport!.renew(job, this.leaseSeconds);
     } catch (err) {
@@ -483,7 +485,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
         r.renewing = this.renew(r);
         await r.renewing;
         r.renewing = null;
-        if (!r.lost && !r.timedOut && !r.abandoned && this.running.get(r.job.id) === r) tick();
+        if (!r.lost && !r.timedOut && !r.abandoned && !r.handled && this.running.get(r.job.id) === r) tick();
       }, every);
     };
     tick();
@@ -524,6 +526,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     } catch (error) {
       outcome = { ok: false, error };
     } finally {
+      r.handled = true;
       clearTimeout(r.renewTimer);
       clearTimeout(r.deadline);
     }
