@@ -288,6 +288,55 @@ describe('gRPC QueueService', () => {
     assert.equal((await api.get(`/api/v1/jobs/${j2.id}`)).body.status, 'deadletter');
   });
 
+  test('ProcessJobs: completes sent together go to the queue as one batch, each answered by its own ack', async () => {
+    const { g, key } = await org();
+    for (let i = 0; i < 10; i++) await g.q('Enqueue', { queueName: 'duplex-batch', payload: toStruct({ i }) });
+    const stream = g.queue.ProcessJobs(g.metadata()) as ClientDuplexStream<Json, Json>;
+    const seen = collect(stream);
+    stream.write({ ref: 'c', claim: { queueName: 'duplex-batch', workerId: 'bw', batchSize: 10 } });
+    await seen.until(() => seen.got.filter((m) => m.job).length === 10, 'ten claimed jobs');
+    const jobs = seen.got.filter((m) => m.job).map((m) => m.job);
+    // One burst: eight good completes, a stale lease, an unknown id, an invalid message, and a fail between them.
+    for (const [i, j] of jobs.slice(0, 8).entries()) stream.write({ ref: `ok-${i}`, complete: { jobId: j.id, workerId: 'bw', leaseId: j.leaseId, result: toValue({ i }) } });
+    stream.write({ ref: 'stale', complete: { jobId: jobs[8].id, workerId: 'bw', leaseId: '00000000-0000-4000-8000-000000000000' } });
+    stream.write({ ref: 'unknown', complete: { jobId: '00000000-0000-7000-8000-000000000000', workerId: 'bw', leaseId: jobs[8].leaseId } });
+    stream.write({ ref: 'not-a-uuid', complete: { jobId: 'nope', workerId: 'bw', leaseId: jobs[8].leaseId } });
+    stream.write({ ref: 'invalid', complete: { jobId: jobs[8].id, workerId: '', leaseId: jobs[8].leaseId } });
+    stream.write({ ref: 'fail', fail: { jobId: jobs[9].id, workerId: 'bw', leaseId: jobs[9].leaseId, error: 'no', retryable: false } });
+    stream.write({ ref: 'twice', complete: { jobId: jobs[0].id, workerId: 'bw', leaseId: jobs[0].leaseId } });
+    await seen.until(() => seen.got.filter((m) => m.ack).length === 14, 'fourteen acknowledgements');
+    const acks = new Map(seen.got.filter((m) => m.ack).map((m) => [m.ack.ref, m.ack]));
+    assert.equal(acks.size, 14, 'one ack per message');
+    for (const [i, j] of jobs.slice(0, 8).entries()) {
+      const a = acks.get(`ok-${i}`);
+      assert.equal(a.code, 0, a.message);
+      assert.equal(a.jobId, j.id);
+      assert.deepEqual({ jobId: a.complete.jobId, status: a.complete.status }, { jobId: j.id, status: 'completed' });
+      assert.ok(!Number.isNaN(Date.parse(a.complete.completedAt)));
+    }
+    assert.equal(acks.get('stale').code, status.FAILED_PRECONDITION);
+    assert.match(acks.get('stale').message, /^LEASE_EXPIRED: /);
+    assert.equal(acks.get('stale').jobId, jobs[8].id);
+    assert.equal(acks.get('unknown').code, status.NOT_FOUND);
+    assert.equal(acks.get('not-a-uuid').code, status.NOT_FOUND);
+    assert.equal(acks.get('invalid').code, status.INVALID_ARGUMENT);
+    assert.match(acks.get('invalid').message, /worker_id/);
+    assert.equal(acks.get('fail').code, 0);
+    assert.equal(acks.get('fail').fail.status, 'deadletter');
+    // The same job twice in one batch: the first completes it, the second finds no lease.
+    assert.equal(acks.get('twice').code, status.FAILED_PRECONDITION);
+    assert.match(acks.get('twice').message, /^LEASE_EXPIRED: /);
+    stream.end();
+    await seen.until(() => seen.ended() !== null, 'the end');
+    const api = n.api.as(key);
+    for (const [i, j] of jobs.slice(0, 8).entries()) {
+      const body = (await api.get(`/api/v1/jobs/${j.id}`)).body;
+      assert.equal(body.status, 'completed');
+      assert.deepEqual(body.result, { i });
+    }
+    assert.equal((await api.get(`/api/v1/jobs/${jobs[8].id}`)).body.status, 'processing', 'the refused items changed nothing');
+  });
+
   test('ProcessJobs: progress is acknowledged and stored; a cancelled job is told to the stream; its late complete is refused', async () => {
     const { g, key } = await org();
     const { job } = await g.q('Enqueue', { queueName: 'duplex-flow', payload: toStruct({}), concurrencyKey: 'tenant-1' });

@@ -147,6 +147,9 @@ export interface Enqueued {
 }
 
 /** The outcome of a batch acknowledgement, in the shape of a bulk enqueue's. */
+/** One item of completeEach: completed, or why not. */
+export type CompleteEachOutcome = { id: string; completed_at: number } | { id: string; error: AppError };
+
 export interface AckOutcome {
   succeeded: Array<{ index: number; id: string; status: 'completed'; completed_at: number }>;
   failed: Array<{ index: number; id: string; error: Record<string, unknown> }>;
@@ -391,39 +394,9 @@ export class Jobs {
   async completeMany(org: string, r: CompleteManyRequest): Promise<AckOutcome> {
     const missing = r.jobs.findIndex((j) => j.worker_id === undefined && r.worker_id === undefined);
     if (missing >= 0) throw validationError([{ field: `jobs[${missing}].worker_id`, message: 'is required when the request gives no worker_id' }]);
-    const outcomes: Array<{ id: string; error: AppError } | { id: string; completed_at: number }> = new Array(r.jobs.length);
-    const byQueue = new Map<string, Array<{ index: number; input: CompleteInput }>>();
-    await Promise.all(
-      r.jobs.map(async (j, index) => {
-        const id = j.id.toLowerCase();
-        const queue = await this.c.places.find(org, id);
-        if (queue === null) {
-          outcomes[index] = { id, error: notFound('Job') };
-          return;
-        }
-        let items = byQueue.get(queue);
-        if (!items) byQueue.set(queue, (items = []));
-        items.push({ index, input: { id, worker_id: (j.worker_id ?? r.worker_id)!, lease_id: j.lease_id ?? null, result: j.result ?? null } });
-      }),
-    );
-    await Promise.all(
-      [...byQueue].map(async ([queue, items]) => {
-        let replies: CompleteOutcome[];
-        try {
-          replies = await this.c.actors.ask(org, queue, 'completeMany', { items: items.map((i) => i.input) });
-        } catch (err) {
-          // The actor could not take the batch (its store or its node): every item of that queue says why.
-          const error = err instanceof AppError ? err : new AppError('UNAVAILABLE', 'The acknowledgement could not be made; retry');
-          for (const { index, input } of items) outcomes[index] = { id: input.id, error };
-          return;
-        }
-        await Promise.all(
-          replies.map(async (reply, k) => {
-            const { index, input } = items[k]!;
-            outcomes[index] = reply.ok ? { id: reply.id, completed_at: reply.completed_at } : { id: reply.id, error: await this.whyNot(org, input, reply.error) };
-          }),
-        );
-      }),
+    const outcomes = await this.completeEach(
+      org,
+      r.jobs.map((j) => ({ id: j.id, worker_id: (j.worker_id ?? r.worker_id)!, lease_id: j.lease_id ?? null, result: j.result ?? null })),
     );
     const out: AckOutcome = { succeeded: [], failed: [], total: r.jobs.length, success_count: 0, failure_count: 0 };
     outcomes.forEach((o, index) => {
@@ -433,6 +406,49 @@ export class Jobs {
     out.success_count = out.succeeded.length;
     out.failure_count = out.failed.length;
     return out;
+  }
+
+  /**
+   * The completions of completeMany, one outcome per item in order (also the gRPC stream's batched completes):
+   * one ask per queue actor for all its items; an unknown id is NOT_FOUND, a stale lease LEASE_EXPIRED (or
+   * JOB_CANCELLED, as `complete` tells it), an actor that could not take its items fails each of them.
+   */
+  async completeEach(org: string, items: CompleteInput[]): Promise<CompleteEachOutcome[]> {
+    const outcomes: CompleteEachOutcome[] = new Array(items.length);
+    const byQueue = new Map<string, Array<{ index: number; input: CompleteInput }>>();
+    await Promise.all(
+      items.map(async (j, index) => {
+        const input = { ...j, id: j.id.toLowerCase() };
+        const queue = await this.c.places.find(org, input.id);
+        if (queue === null) {
+          outcomes[index] = { id: input.id, error: notFound('Job') };
+          return;
+        }
+        let list = byQueue.get(queue);
+        if (!list) byQueue.set(queue, (list = []));
+        list.push({ index, input });
+      }),
+    );
+    await Promise.all(
+      [...byQueue].map(async ([queue, list]) => {
+        let replies: CompleteOutcome[];
+        try {
+          replies = await this.c.actors.ask(org, queue, 'completeMany', { items: list.map((i) => i.input) });
+        } catch (err) {
+          // The actor could not take the batch (its store or its node): every item of that queue says why.
+          const error = err instanceof AppError ? err : new AppError('UNAVAILABLE', 'The acknowledgement could not be made; retry');
+          for (const { index, input } of list) outcomes[index] = { id: input.id, error };
+          return;
+        }
+        await Promise.all(
+          replies.map(async (reply, k) => {
+            const { index, input } = list[k]!;
+            outcomes[index] = reply.ok ? { id: reply.id, completed_at: reply.completed_at } : { id: reply.id, error: await this.whyNot(org, input, reply.error) };
+          }),
+        );
+      }),
+    );
+    return outcomes;
   }
 
   async fail(org: string, id: string, r: FailRequest): Promise<QueueOps['fail']['reply']> {

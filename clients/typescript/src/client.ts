@@ -86,6 +86,14 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * A report that may be retried: `onRetry` is told of each automatic retry, after which the job may already be
+ * completed by the attempt whose answer was lost (so a LeaseExpiredError may be the first attempt's success).
+ */
+export interface ReportOptions extends CallOptions {
+  onRetry?: (e: RetryEvent) => void;
+}
+
 type ListOptions = PageOptions & CallOptions;
 
 const seg = (s: string): string => {
@@ -159,7 +167,16 @@ abstract class Resource {
   protected async call<T>(
     method: 'GET' | 'POST' | 'PUT' | 'DELETE',
     path: string,
-    o: { body?: unknown; query?: Query; idempotent?: boolean; signal?: AbortSignal | undefined; timeoutMs?: number; auth?: 'key' | 'admin' | 'none'; headers?: Record<string, string> } = {},
+    o: {
+      body?: unknown;
+      query?: Query;
+      idempotent?: boolean;
+      signal?: AbortSignal | undefined;
+      timeoutMs?: number;
+      auth?: 'key' | 'admin' | 'none';
+      headers?: Record<string, string>;
+      onRetry?: ((e: RetryEvent) => void) | undefined;
+    } = {},
   ): Promise<T> {
     return (await this.http.request<T>({ method, path, ...o })).body;
   }
@@ -228,16 +245,16 @@ export class Jobs extends Resource {
   }
 
   /** Without `lease_id` the service checks that `worker_id` holds the live lease. */
-  complete(id: string, body: { worker_id: string; lease_id?: string; result?: unknown }, o: CallOptions = {}): Promise<CompleteReply> {
-    return this.call('POST', `/api/v1/jobs/${seg(id)}/complete`, { body, idempotent: true, signal: o.signal });
+  complete(id: string, body: { worker_id: string; lease_id?: string; result?: unknown }, o: ReportOptions = {}): Promise<CompleteReply> {
+    return this.call('POST', `/api/v1/jobs/${seg(id)}/complete`, { body, idempotent: true, signal: o.signal, onRetry: o.onRetry });
   }
 
   /**
    * Completes up to 500 claimed jobs in one request; each item succeeds or fails alone (see AckResult). Retried
    * like complete: completing a job twice answers its item LEASE_EXPIRED, never a second completion.
    */
-  completeMany(jobs: AckItem[], defaults: { worker_id?: string } = {}, o: CallOptions = {}): Promise<AckResult> {
-    return this.call('POST', '/api/v1/jobs/complete', { body: { ...defaults, jobs }, idempotent: true, signal: o.signal });
+  completeMany(jobs: AckItem[], defaults: { worker_id?: string } = {}, o: ReportOptions = {}): Promise<AckResult> {
+    return this.call('POST', '/api/v1/jobs/complete', { body: { ...defaults, jobs }, idempotent: true, signal: o.signal, onRetry: o.onRetry });
   }
 
   /** `retryable: false` dead-letters the job at once. */

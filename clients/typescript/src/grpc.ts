@@ -5,7 +5,9 @@
 // jobs (claims add up; the service long-polls until they are delivered), and `{ref, complete | fail | renew}`;
 // the service sends claimed jobs as `{job}` and answers every complete / fail / renew (and a refused claim)
 // with `{ack: {ref, jobId, code, message, reply}}`. So the demand the worker has outstanding is the sum of its
-// claims minus the jobs received; it asks for more whenever free slots exceed that.
+// claims minus the jobs received; it asks for more when the free slots beyond that are worth a claim (a quarter
+// of the concurrency, any number when idle, or whatever is free after a short linger), so that one claim message
+// carries several jobs instead of one per freed slot.
 //
 // Stopping: a half-close would still let the service's poll in flight claim jobs for us, so the stream is
 // cancelled instead (jobs the service claims after a cancel are put back at once). Acks in flight are waited
@@ -18,6 +20,7 @@ import type * as GrpcJs from '@grpc/grpc-js';
 import { ERROR_CLASSES, LeaseExpiredError, SluiceError, UnknownApiError, ConnectionError } from './errors.js';
 import { backoff, sleep } from './http.js';
 import type { Job, JobStatus } from './types.js';
+import { CLAIM_LINGER_MS, claimThreshold } from './claiming.js';
 import type { Transport, TransportHost } from './worker.js';
 
 const PROTO_PATH = fileURLToPath(new URL('../proto/queue/v1/queue.proto', import.meta.url));
@@ -68,13 +71,18 @@ export class GrpcTransport implements Transport {
   private failures = 0;
   private reopening: Promise<void> | null = null;
   private readonly stopCtl = new AbortController();
+  private wakeScheduled = false;
+  private linger: NodeJS.Timeout | null = null;
+  private readonly threshold: number;
 
   private constructor(
     private readonly host: TransportHost,
     private readonly grpc: typeof GrpcJs,
     private readonly client: QueueClient,
     private readonly apiKey: string,
-  ) {}
+  ) {
+    this.threshold = Math.min(100, claimThreshold(host.concurrency));
+  }
 
   static async create(host: TransportHost): Promise<GrpcTransport> {
     const apiKey = host.client.http.apiKey;
@@ -156,10 +164,36 @@ export class GrpcTransport implements Transport {
     );
   }
 
+  /**
+   * A slot became free (or the stream opened). Looked at after the current turn, so that the acks of one turn
+   * (the service answers a turn's completes together) are counted as one demand.
+   */
   wake(): void {
+    if (this.wakeScheduled) return;
+    this.wakeScheduled = true;
+    setImmediate(() => {
+      this.wakeScheduled = false;
+      this.ask(false);
+    });
+  }
+
+  /**
+   * Asks for the free slots not asked for yet, once they are worth a claim: a quarter of the concurrency, or any
+   * number when nothing runs and nothing is asked for, or whatever is free after CLAIM_LINGER_MS.
+   */
+  private ask(lingered: boolean): void {
     if (!this.stream || !this.claiming || this.host.stopping) return;
     const want = Math.min(100, this.host.free() - this.outstanding);
     if (want <= 0) return;
+    if (!lingered && want < this.threshold && (this.host.active > 0 || this.outstanding > 0)) {
+      this.linger ??= setTimeout(() => {
+        this.linger = null;
+        this.ask(true);
+      }, CLAIM_LINGER_MS);
+      return;
+    }
+    clearTimeout(this.linger ?? undefined);
+    this.linger = null;
     this.outstanding += want;
     this.stream.write({
       ref: `c${this.nextRef++}`,
@@ -171,6 +205,8 @@ export class GrpcTransport implements Transport {
     if (!this.claiming) return;
     this.claiming = false;
     this.stopCtl.abort();
+    clearTimeout(this.linger ?? undefined);
+    this.linger = null;
     const stream = this.stream;
     if (!stream) return;
     const deadline = Date.now() + ACK_DRAIN_MS;

@@ -58,6 +58,8 @@ export interface RequestSpec {
   signal?: AbortSignal | undefined;
   /** Per-attempt timeout; defaults to the client's. */
   timeoutMs?: number;
+  /** Called before each automatic retry of this request (besides the client's `onRetry`). */
+  onRetry?: ((e: RetryEvent) => void) | undefined;
 }
 
 export interface RawResponse<T> {
@@ -103,6 +105,11 @@ export class HttpCore {
     this.onRetry = opts.onRetry;
   }
 
+  /** Retries after a first attempt that failed transiently (`retry.retries`). */
+  get retries(): number {
+    return this.retry.retries;
+  }
+
   /** Sends the request (retrying as the policy allows) and returns the parsed JSON body, or throws a SluiceError. */
   async request<T>(spec: RequestSpec): Promise<RawResponse<T>> {
     const idempotent = spec.idempotent ?? spec.method !== 'POST';
@@ -113,7 +120,9 @@ export class HttpCore {
         if (!(err instanceof SluiceError)) throw err;
         const delay = idempotent && attempt < this.retry.retries ? this.retryDelay(err, attempt) : null;
         if (delay === null) throw err;
-        this.onRetry?.({ method: spec.method, path: spec.path, attempt: attempt + 1, delayMs: delay, error: err });
+        const event = { method: spec.method, path: spec.path, attempt: attempt + 1, delayMs: delay, error: err };
+        this.onRetry?.(event);
+        spec.onRetry?.(event);
         await sleep(delay, spec.signal);
       }
     }

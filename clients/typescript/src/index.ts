@@ -3,6 +3,7 @@ export { SluiceClient, normalizeWorker } from './client.js';
 export type {
   ClientOptions,
   CallOptions,
+  ReportOptions,
   Jobs,
   Dlq,
   Queues,

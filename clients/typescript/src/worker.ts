@@ -12,13 +12,18 @@
 // or fail with the thrown error's message (`UnrecoverableError`: `retryable: false`, dead-lettered at once).
 // A job whose lease was lost is not reported: the service would refuse it, and another worker may hold it.
 //
-// Claims are sized to the free slots (`limit` = concurrency − running, at most 100) and long-poll
-// (`wait_ms`), so an idle worker makes one request per `pollWaitMs` and a busy one none at all.
+// Claims are sized to the free slots (`limit` = concurrency + prefetch − held, at most 100) and long-poll
+// (`wait_ms`), so an idle worker makes one request per `pollWaitMs` and a busy one none at all. A claim is sent
+// once it is worth one (claiming.ts): a quarter of the concurrency free, the worker idle, or CLAIM_LINGER_MS
+// after a slot freed. Over REST, completions are batched into POST /api/v1/jobs/complete (acks.ts). With
+// `prefetch`, claimed jobs beyond the free slots are held (their leases renewed) until a slot frees.
 import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import type { SluiceClient } from './client.js';
 import { TypedEmitter } from './emitter.js';
 import { JobCancelledError, LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
+import { AckBatcher } from './acks.js';
+import { CLAIM_LINGER_MS, claimThreshold } from './claiming.js';
 import { backoff, sleep } from './http.js';
 import type { Job, JsonObject } from './types.js';
 
@@ -77,6 +82,11 @@ export type Handler<P = JsonObject, R = unknown> = (job: Job<P>, ctx: JobContext
 export interface WorkerOptions {
   /** Handlers running at once (1…1000, default 1). */
   concurrency?: number;
+  /**
+   * Jobs claimed ahead of the free slots, held until a slot frees (0…1000, default 0). Their leases run (and are
+   * renewed) while they wait; close() runs them too.
+   */
+  prefetch?: number;
   /** Lease asked for at each claim and renewal, 5…3600 s (default: the queue's, else the job's timeout_seconds). */
   leaseSeconds?: number;
   /** Long-poll wait of a claim, 0…30000 ms (default 30000). */
@@ -143,6 +153,9 @@ export interface TransportHost {
   readonly client: SluiceClient;
   readonly queue: string;
   readonly workerId: string;
+  readonly concurrency: number;
+  /** Handlers running now. */
+  readonly active: number;
   readonly leaseSeconds: number | undefined;
   readonly pollWaitMs: number;
   readonly grpc: WorkerOptions['grpc'];
@@ -156,6 +169,10 @@ export interface TransportHost {
 
 interface Running {
   job: Job<never>;
+  /** Its handler has begun (false while a prefetched job waits for a slot). */
+  started: boolean;
+  /** Its handler has returned: no more renewals (a late one would find the job completed and call it lost). */
+  handled: boolean;
   ctl: AbortController;
   lost: boolean;
   timedOut: boolean;
@@ -180,6 +197,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   readonly client: SluiceClient;
   readonly queue: string;
   readonly concurrency: number;
+  readonly prefetch: number;
   readonly leaseSeconds: number | undefined;
   readonly pollWaitMs: number;
   readonly grpc: WorkerOptions['grpc'];
@@ -190,7 +208,12 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
 
   private readonly handler: Handler<P, R>;
   private readonly opts: WorkerOptions;
+  /** Every job held: waiting for a slot (prefetched), running, or being reported. */
   private readonly running = new Map<string, Running>();
+  /** Prefetched jobs waiting for a slot, oldest first. */
+  private readonly waiting: Running[] = [];
+  /** Slots taken: handlers running or reporting. */
+  private busy = 0;
   private id: string;
   private transport: Transport | null = null;
   private state: 'idle' | 'starting' | 'running' | 'closing' | 'closed' = 'idle';
@@ -227,6 +250,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     this.handler = handler;
     this.opts = opts;
     this.concurrency = int('concurrency', opts.concurrency, 1, 1000, 1);
+    this.prefetch = int('prefetch', opts.prefetch, 0, 1000, 0);
     this.leaseSeconds = int('leaseSeconds', opts.leaseSeconds, 5, 3600, undefined);
     this.pollWaitMs = int('pollWaitMs', opts.pollWaitMs, 0, 30_000, 30_000);
     int('heartbeatIntervalMs', opts.heartbeatIntervalMs, 50, 3_600_000, undefined);
@@ -260,9 +284,9 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     return this.state === 'closing' || this.state === 'closed';
   }
 
-  /** Handlers running now. */
+  /** Handlers running now (with their reports). */
   get active(): number {
-    return this.running.size;
+    return this.busy;
   }
 
   /** Jobs handled since start (reported or not). */
@@ -270,8 +294,9 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     return this.processedCount;
   }
 
+  /** Jobs the worker may take now: its free slots, plus the prefetch not used. */
   free(): number {
-    return this.stopping ? 0 : this.concurrency - this.running.size;
+    return this.stopping ? 0 : this.concurrency + this.prefetch - this.running.size;
   }
 
   /** Registers and starts claiming. Called by the constructor unless `autostart: false`. */
@@ -380,20 +405,48 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   cancelled(jobId: string, cause?: unknown): void {
     const r = this.running.get(jobId);
     if (!r || r.lost) return;
-    r.lost = true;
-    clearTimeout(r.renewTimer);
     const reason = cause instanceof JobCancelledError ? cause : new JobCancelledError({ status: 409, code: 'JOB_CANCELLED', message: `job ${jobId} was cancelled` });
-    r.ctl.abort(reason);
-    this.emit('leaseLost', r.job as Job<P>, reason);
+    this.lose(r, reason, reason);
   }
 
-  /** A claimed job: run it in a free slot. */
+  /** The job is no longer ours: abort its signal (or drop it if it never started) and say so. */
+  private lose(r: Running, reason: unknown, err: unknown): void {
+    r.lost = true;
+    clearTimeout(r.renewTimer);
+    r.ctl.abort(reason);
+    if (!r.started) this.unhold(r);
+    this.emit('leaseLost', r.job as Job<P>, err);
+  }
+
+  /** A prefetched job leaves without having run (lost, or given back at shutdown). */
+  private unhold(r: Running): void {
+    const at = this.waiting.indexOf(r);
+    if (at >= 0) this.waiting.splice(at, 1);
+    if (this.running.get(r.job.id) !== r) return;
+    this.running.delete(r.job.id);
+    if (this.running.size === 0) this.drained?.();
+    this.transport?.wake();
+  }
+
+  /** A claimed job: run it in a free slot, or hold it (with its lease renewed) until one frees. */
   dispatch(job: Job<never>): void {
-    const r: Running = { job, ctl: new AbortController(), lost: false, timedOut: false, abandoned: false, renewing: null };
+    const r: Running = { job, started: false, handled: false, ctl: new AbortController(), lost: false, timedOut: false, abandoned: false, renewing: null };
     this.running.set(job.id, r);
+    this.renewals(r);
+    if (this.busy < this.concurrency) this.begin(r);
+    else this.waiting.push(r);
+  }
+
+  private begin(r: Running): void {
+    r.started = true;
+    this.busy++;
     void this.process(r).finally(() => {
-      this.running.delete(job.id);
+      this.busy--;
+      this.running.delete(r.job.id);
       this.processedCount++;
+      // The slot goes to the oldest prefetched job first.
+      const next = this.waiting.shift();
+      if (next) this.begin(next);
       if (this.running.size === 0) this.drained?.();
       this.transport?.wake();
     });
@@ -408,37 +461,38 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     return (job.timeout_seconds || 300) * 1000;
   }
 
-  private async process(r: Running): Promise<void> {
+  /** Renews the job's lease; a renewal refused for good loses the job. */
+  private async renew(r: Running): Promise<void> {
     const { job } = r;
-    const leaseMs = this.leaseMsOf(job);
-    const every = this.opts.heartbeatIntervalMs ?? leaseMs / 3;
-    const renew = async (): Promise<void> => {
-      if (r.lost || r.timedOut || r.abandoned) return;
-      try {
-        await this.transport!.renew(job, this.leaseSeconds);
-      } catch (err) {
-        if (err instanceof JobCancelledError) return this.cancelled(job.id, err);
-        if (err instanceof LeaseExpiredError || err instanceof NotFoundError) {
-          if (!r.lost) {
-            r.lost = true;
-            clearTimeout(r.renewTimer);
-            r.ctl.abort(new LeaseLostError(job.id, err));
-            this.emit('leaseLost', job as Job<P>, err);
-          }
-          return;
-        }
-        this.emit('error', err, `lease renewal of job ${job.id}`);
+    if (r.lost || r.timedOut || r.abandoned || r.handled) return;
+    try {
+      await this.transport!.renew(job, this.leaseSeconds);
+    } catch (err) {
+      if (err instanceof JobCancelledError) return this.cancelled(job.id, err);
+      if (err instanceof LeaseExpiredError || err instanceof NotFoundError) {
+        if (!r.lost) this.lose(r, new LeaseLostError(job.id, err), err);
+        return;
       }
-    };
+      this.emit('error', err, `lease renewal of job ${job.id}`);
+    }
+  }
+
+  /** Renews the lease every third of its length from the claim on (a prefetched job's lease runs while it waits). */
+  private renewals(r: Running): void {
+    const every = this.opts.heartbeatIntervalMs ?? this.leaseMsOf(r.job) / 3;
     const tick = () => {
       r.renewTimer = setTimeout(async () => {
-        r.renewing = renew();
+        r.renewing = this.renew(r);
         await r.renewing;
         r.renewing = null;
-        if (!r.lost && !r.timedOut && !r.abandoned && this.running.has(job.id)) tick();
+        if (!r.lost && !r.timedOut && !r.abandoned && !r.handled && this.running.get(r.job.id) === r) tick();
       }, every);
     };
     tick();
+  }
+
+  private async process(r: Running): Promise<void> {
+    const { job } = r;
     if (job.timeout_seconds > 0) {
       r.deadline = setTimeout(() => {
         r.timedOut = true;
@@ -452,7 +506,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
       attempt: (job.retry_count ?? 0) + 1,
       heartbeat: async () => {
         if (r.lost) throw new LeaseLostError(job.id);
-        await renew();
+        await this.renew(r);
         if (r.lost) throw new LeaseLostError(job.id);
       },
       progress: async (progress, message = null, data = null) => {
@@ -472,6 +526,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     } catch (error) {
       outcome = { ok: false, error };
     } finally {
+      r.handled = true;
       clearTimeout(r.renewTimer);
       clearTimeout(r.deadline);
     }
@@ -554,7 +609,10 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     }
   }
 
-  /** Jobs still running after the grace: signal them, and hand them back so they are retried soon. */
+  /**
+   * Jobs still held after the grace (running, or prefetched and never started): signal them, and hand them back
+   * so they are retried soon.
+   */
   private async abandonRunning(): Promise<void> {
     const left = [...this.running.values()];
     await Promise.all(
@@ -563,6 +621,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
         clearTimeout(r.renewTimer);
         clearTimeout(r.deadline);
         r.ctl.abort(new WorkerShutdownError(r.job.id));
+        if (!r.started) this.unhold(r);
         if (r.lost) return;
         try {
           const status = await this.transport!.fail(r.job, new WorkerShutdownError(r.job.id).message, true);
@@ -601,21 +660,43 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   }
 }
 
-/** The REST transport: long-poll claims sized to the free slots; reports and renewals as requests. */
+/**
+ * The REST transport: long-poll claims sized to the free slots, sent once enough slots are free to fill several
+ * (a quarter of the concurrency, or all of them when the worker is idle, or whatever is free after
+ * CLAIM_LINGER_MS); completions batched into `POST /api/v1/jobs/complete` (acks.ts); fails, renewals and
+ * progress as single requests.
+ */
 class HttpTransport implements Transport {
   private loop: Promise<void> | null = null;
   private claim: { ctl: AbortController; answered: boolean } | null = null;
   private wakeUp: (() => void) | null = null;
+  private wakeScheduled = false;
   private readonly idle = new AbortController();
+  private readonly acks: AckBatcher;
+  private readonly threshold: number;
+  /** Since when slots have been free without a claim for them (null: none are). */
+  private freeSince: number | null = null;
 
-  constructor(private readonly host: TransportHost) {}
+  constructor(private readonly host: TransportHost) {
+    this.acks = new AckBatcher(host.client, () => host.workerId);
+    this.threshold = claimThreshold(host.concurrency);
+  }
 
   start(): void {
     this.loop = this.run();
   }
 
+  /**
+   * A slot became free. The loop looks after the current turn, so that every handler finishing in it (a batch
+   * acknowledgement frees its slots together) is counted before a claim is sized.
+   */
   wake(): void {
-    this.wakeUp?.();
+    if (this.wakeScheduled || !this.wakeUp) return;
+    this.wakeScheduled = true;
+    setImmediate(() => {
+      this.wakeScheduled = false;
+      this.wakeUp?.();
+    });
   }
 
   async stopClaiming(): Promise<void> {
@@ -627,16 +708,38 @@ class HttpTransport implements Transport {
     await this.loop;
   }
 
+  /** Waits for a wake() (or stopClaiming), or `ms` when given. */
+  private sleepUntilWoken(ms?: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = ms === undefined ? undefined : setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.wakeUp = done;
+    }).finally(() => (this.wakeUp = null));
+  }
+
   private async run(): Promise<void> {
     const h = this.host;
     let failures = 0;
     while (!h.stopping) {
       const free = Math.min(h.free(), 100);
       if (free <= 0) {
-        await new Promise<void>((resolve) => (this.wakeUp = resolve));
-        this.wakeUp = null;
+        this.freeSince = null;
+        await this.sleepUntilWoken();
         continue;
       }
+      if (free < Math.min(this.threshold, 100) && h.active > 0) {
+        // More slots are about to free: wait a little for them, so that the claim carries several jobs.
+        this.freeSince ??= Date.now();
+        const left = this.freeSince + CLAIM_LINGER_MS - Date.now();
+        if (left > 0) {
+          await this.sleepUntilWoken(left);
+          continue;
+        }
+      }
+      this.freeSince = null;
       const started = Date.now();
       let jobs: Job<never>[];
       try {
@@ -683,8 +786,9 @@ class HttpTransport implements Transport {
     }
   }
 
-  async complete(job: Job<never>, result: unknown): Promise<void> {
-    await this.host.client.jobs.complete(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, result });
+  /** Batched with the other completions of this turn (acks.ts); resolves or rejects with this job's own outcome. */
+  complete(job: Job<never>, result: unknown): Promise<void> {
+    return this.acks.complete(job, result);
   }
 
   async fail(job: Job<never>, error: string, retryable: boolean): Promise<string | null> {

@@ -3,7 +3,8 @@
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { idOf, isUuid } from '../../app/fields.js';
 import type { EventBus } from '../../app/events.js';
-import { ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody, ProgressBody } from '../../app/jobs.js';
+import { ACK_MAX, ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody, ProgressBody } from '../../app/jobs.js';
+import type { CompleteInput } from '../../actors/queue/queue-actor.js';
 import { AppError, validationError } from '../../errors.js';
 import { presentJob, presentTimes } from '../present.js';
 import { assertCleanRequest, given, grpcError, OpenStream, unary, type GrpcContext } from './call.js';
@@ -122,10 +123,18 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
   const { jobs, queues } = ctx.app;
   const jobId = (id: string) => idOf('Job', id);
 
+  /** A Complete request checked as the unary RPC checks it: the use case's input, or the refusal to answer. */
+  const completeInput = (r: CompleteMsg): CompleteInput => {
+    const body = CompleteBody({ worker_id: r.workerId, lease_id: r.leaseId, result: fromValue(r.result) });
+    return { id: jobId(r.jobId), worker_id: body.worker_id, lease_id: body.lease_id ?? null, result: body.result ?? null };
+  };
+  const completed = (reply: { id: string; status: string; completed_at: number }): Json => {
+    const shown = presentTimes(reply);
+    return { jobId: shown.id, status: shown.status, completedAt: str(shown.completed_at) };
+  };
   const complete = async (org: string, r: CompleteMsg): Promise<Json> => {
     const body = CompleteBody({ worker_id: r.workerId, lease_id: r.leaseId, result: fromValue(r.result) });
-    const reply = presentTimes(await jobs.complete(org, jobId(r.jobId), body));
-    return { jobId: reply.id, status: reply.status, completedAt: str(reply.completed_at) };
+    return completed(await jobs.complete(org, jobId(r.jobId), body));
   };
   const fail = async (org: string, r: FailMsg): Promise<Json> => {
     const body = FailBody({ worker_id: r.workerId, lease_id: r.leaseId, error: r.error, retryable: r.retryable ?? undefined });
@@ -187,8 +196,10 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
 
   /**
    * Up: {ref, claim | complete | fail | renew}. Down: claimed jobs, and an Ack {ref, jobId, code, message,
-   * reply} for each complete, fail and renew (and for a claim that was refused). When the client half-closes,
-   * claims stop after their poll in flight, what is in flight is answered, and the stream ends (OK).
+   * reply} for each complete, fail and renew (and for a claim that was refused). The completes that arrive in
+   * the same turn go to the queue actors together (one ask per queue), each answered by its own ack as if alone.
+   * When the client half-closes, claims stop after their poll in flight, what is in flight is answered, and the
+   * stream ends (OK).
    */
   const processJobs = (call: ServerDuplexStream<{ ref: string; kind?: string } & Json, Json>) => {
     const stream = new OpenStream(ctx, call);
@@ -211,6 +222,66 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
       const e = err === undefined ? null : grpcError(err, ctx.log);
       await stream.write({ ack: { ref, jobId, code: e?.code ?? 0, message: e?.details ?? '', ...(reply ?? {}) } });
     };
+    /**
+     * Completes go to the queue actors in batches (jobs.completeEach: one ask per queue for the whole batch),
+     * each still answered by its own ack. grpc-js hands a stream's messages over one at a time, so a batch is
+     * what arrived in the same turn as the first, plus, while a batch is in flight, everything that arrives
+     * until it is answered (as a group commit gathers): the first complete waits for nothing, and a busy stream
+     * sends one ask per round trip instead of one per message.
+     */
+    let completes: Array<{ ref: string; jobId: string; input: CompleteInput; done: () => void }> = [];
+    let flushing = false;
+    let flushScheduled = false;
+    const flushCompletes = async (o: string): Promise<void> => {
+      flushScheduled = false;
+      if (flushing) return;
+      flushing = true;
+      try {
+        while (completes.length > 0) {
+          const batch = completes;
+          completes = [];
+          await Promise.all(
+            Array.from({ length: Math.ceil(batch.length / ACK_MAX) }, (_, c) => completeBatch(o, batch.slice(c * ACK_MAX, (c + 1) * ACK_MAX))),
+          );
+        }
+      } finally {
+        flushing = false;
+      }
+    };
+    const completeBatch = async (o: string, chunk: typeof completes): Promise<void> => {
+      try {
+        const outcomes = await jobs.completeEach(o, chunk.map((c) => c.input));
+        const { held } = await cancels;
+        await Promise.all(
+          chunk.map((c, k) => {
+            const out = outcomes[k]!;
+            if ('error' in out) return ack(c.ref, c.jobId, null, out.error);
+            // A finished job can no longer be cancelled: stop watching it.
+            held.delete(out.id);
+            return ack(c.ref, c.jobId, { complete: completed({ id: out.id, status: 'completed', completed_at: out.completed_at }) });
+          }),
+        );
+      } catch (err) {
+        await Promise.all(chunk.map((c) => ack(c.ref, c.jobId, null, err)));
+      } finally {
+        for (const c of chunk) c.done();
+      }
+    };
+    const batchComplete = (o: string, ref: string, r: CompleteMsg): Promise<void> => {
+      let input: CompleteInput;
+      try {
+        input = completeInput(r);
+      } catch (err) {
+        return ack(ref, r.jobId, null, err);
+      }
+      return new Promise<void>((done) => {
+        completes.push({ ref, jobId: r.jobId, input, done });
+        if (!flushing && !flushScheduled) {
+          flushScheduled = true;
+          setImmediate(() => void flushCompletes(o));
+        }
+      });
+    };
     const handle = async (o: string, m: { ref: string; kind?: string } & Json): Promise<void> => {
       const ref = m.ref ?? '';
       try {
@@ -232,6 +303,7 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
         };
         return pump(o, r, r.batchSize, () => stream.open, send, more).catch((err) => ack(ref, '', null, err));
       }
+      if (m.kind === 'complete' && m.complete) return batchComplete(o, ref, m.complete as CompleteMsg);
       const ops = { complete, fail, renew, progress } as Record<string, (org: string, r: never) => Promise<Json>>;
       const op = m.kind === undefined ? undefined : ops[m.kind];
       if (!op) return ack(ref, '', null, validationError([{ field: 'kind', message: 'one of claim, complete, fail, renew, progress is required' }]));

@@ -1,0 +1,187 @@
+// Batch acknowledgements for the HTTP worker transport: completions reported in the same event-loop turn go out
+// as one `POST /api/v1/jobs/complete` (jobs.completeMany), and each report resolves or rejects with its own item's
+// outcome, as a single `POST /jobs/:id/complete` would have.
+//
+// Batching. The first completion of a turn schedules a flush with setImmediate, so every handler that finishes
+// in that turn (a claim's worth of short jobs finishes together) rides in the same request; a batch is also cut
+// at ACK_MAX_ITEMS items or about ACK_MAX_BYTES of results (far below the service's body limits). Batches are
+// independent: there is no cap on those in flight, so a slow one holds up only its own items.
+//
+// Failures.
+// - An item refused for a transient reason (503 UNAVAILABLE, the queue moving, 429) is sent again in a later
+//   batch after a backoff, up to the client's `retry.retries` times.
+// - A batch that fails as a whole with a transient error (no answer, 502–504, 503, 429) is retried by the client
+//   as a single complete is (it is idempotent: the lease fences it). One still failing after the retries rejects
+//   every item with that error (the worker emits `error`, as for a single complete).
+// - A batch refused as a whole for what it holds (413, 422: say one result the service will not store) or by a
+//   service without the route (404, 405) is split: each item goes as a single complete and gets its own answer.
+//
+// The rule for a retried acknowledgement. Once a batch (or an item) has been sent more than once after anything
+// but a 429, an earlier attempt may have completed its jobs with the answer lost; the retry then finds them
+// completed and answers LEASE_EXPIRED. Such an item is not reported as a lost lease on that word alone: its job is
+// read back (GET /api/v1/jobs/status) and counts as completed by this report when it is `completed` with the
+// `retry_count` it was claimed with (a lost lease puts the job back with retry_count + 1 before anyone else can
+// complete it, so the same count means the completion happened under this claim's lease, which only this worker
+// held). Otherwise the LEASE_EXPIRED stands (`leaseLost`). If the read fails too, the outcome is unknown and the
+// report rejects with the read's error (the worker emits `error`). JOB_CANCELLED and NOT_FOUND are never the
+// echo of our own completion and stand as they are.
+import type { SluiceClient } from './client.js';
+import { errorFromResponse, LeaseExpiredError, SluiceError } from './errors.js';
+import type { RetryEvent } from './http.js';
+import { backoff } from './http.js';
+import type { AckResult, Job } from './types.js';
+
+/** Items per batch: the service takes up to 500. */
+export const ACK_MAX_ITEMS = 500;
+/** Bytes of results per batch, roughly (a larger result goes alone). */
+export const ACK_MAX_BYTES = 64 * 1024;
+
+interface Pending {
+  job: Job<never>;
+  result: unknown;
+  bytes: number;
+  /** Transient refusals of this item so far. */
+  attempts: number;
+  /** An earlier attempt may have completed the job (see the rule above). */
+  maybeDone: boolean;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+}
+
+export class AckBatcher {
+  private queue: Pending[] = [];
+  private bytes = 0;
+  private scheduled = false;
+  /** False once the service said it has no batch route: every completion goes alone. */
+  private batchRoute = true;
+
+  constructor(
+    private readonly client: SluiceClient,
+    private readonly workerId: () => string,
+  ) {}
+
+  complete(job: Job<never>, result: unknown): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let bytes = 64;
+      try {
+        bytes += JSON.stringify(result)?.length ?? 4;
+      } catch {
+        /* the service will refuse it: its batch is split and it fails alone */
+      }
+      this.push({ job, result, bytes, attempts: 0, maybeDone: false, resolve, reject });
+    });
+  }
+
+  private push(p: Pending): void {
+    this.queue.push(p);
+    this.bytes += p.bytes;
+    if (this.queue.length >= ACK_MAX_ITEMS || this.bytes >= ACK_MAX_BYTES) this.flush();
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.scheduled = false;
+    while (this.queue.length > 0) {
+      const batch: Pending[] = [];
+      let bytes = 0;
+      while (this.queue.length > 0 && batch.length < ACK_MAX_ITEMS && (batch.length === 0 || bytes + this.queue[0]!.bytes <= ACK_MAX_BYTES)) {
+        const p = this.queue.shift()!;
+        bytes += p.bytes;
+        batch.push(p);
+      }
+      this.bytes -= bytes;
+      void this.send(batch);
+    }
+    this.bytes = 0;
+  }
+
+  private async send(batch: Pending[]): Promise<void> {
+    if (!this.batchRoute) {
+      await Promise.all(batch.map((p) => this.single(p)));
+      return;
+    }
+    let resent = false;
+    const onRetry = (e: RetryEvent) => {
+      if (e.error.code !== 'RATE_LIMITED') resent = true;
+    };
+    let res: AckResult;
+    try {
+      res = await this.client.jobs.completeMany(
+        batch.map((p) => ({ id: p.job.id, ...(p.job.lease_id ? { lease_id: p.job.lease_id } : {}), result: p.result })),
+        { worker_id: this.workerId() },
+        { onRetry },
+      );
+    } catch (err) {
+      if (resent) for (const p of batch) p.maybeDone = true;
+      if (err instanceof SluiceError && !err.retryable && [404, 405, 413, 422].includes(err.status)) {
+        // The route itself is unknown (an older service): its items' own 404s come inside a 200.
+        if (err.status === 404 || err.status === 405) this.batchRoute = false;
+        await Promise.all(batch.map((p) => this.single(p)));
+        return;
+      }
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    if (resent) for (const p of batch) p.maybeDone = true;
+    const refused: Array<{ p: Pending; err: SluiceError }> = [];
+    for (const s of res.succeeded) batch[s.index]?.resolve();
+    for (const f of res.failed) {
+      const p = batch[f.index];
+      if (!p) continue;
+      const err = errorFromResponse(f.error.status, f.error, null, 'POST', '/api/v1/jobs/complete');
+      if (err.retryable && p.attempts < this.client.http.retries) {
+        // The actor could not take it (its store, a move): whether it did anything is unknown.
+        p.maybeDone = true;
+        const wait = err.retryAfter !== null ? err.retryAfter * 1000 : backoff(p.attempts);
+        p.attempts++;
+        setTimeout(() => this.push(p), wait);
+        continue;
+      }
+      refused.push({ p, err });
+    }
+    await this.settle(refused);
+  }
+
+  /** One completion alone (the batch route refused the batch as a whole, or is missing). */
+  private async single(p: Pending): Promise<void> {
+    let resent = false;
+    try {
+      await this.client.jobs.complete(
+        p.job.id,
+        { worker_id: this.workerId(), ...(p.job.lease_id ? { lease_id: p.job.lease_id } : {}), result: p.result },
+        { onRetry: (e) => void (e.error.code !== 'RATE_LIMITED' && (resent = true)) },
+      );
+      p.resolve();
+    } catch (err) {
+      if (resent) p.maybeDone = true;
+      await this.settle([{ p, err }]);
+    }
+  }
+
+  /** Rejects each refused item with its error, unless it is the echo of an earlier attempt's success. */
+  private async settle(refused: Array<{ p: Pending; err: unknown }>): Promise<void> {
+    const echoes = refused.filter(({ p, err }) => p.maybeDone && isPlainLeaseExpired(err));
+    for (const r of refused) if (!echoes.includes(r)) r.p.reject(r.err);
+    if (echoes.length === 0) return;
+    let lines: Map<string, { status: string; retry_count: number }>;
+    try {
+      lines = new Map((await this.client.jobs.status(echoes.map(({ p }) => p.job.id))).map((l) => [l.id, l]));
+    } catch (readErr) {
+      for (const { p } of echoes) p.reject(readErr);
+      return;
+    }
+    for (const { p, err } of echoes) {
+      const line = lines.get(p.job.id);
+      if (line && line.status === 'completed' && line.retry_count === (p.job.retry_count ?? 0)) p.resolve();
+      else p.reject(err);
+    }
+  }
+}
+
+/** LEASE_EXPIRED itself (not JOB_CANCELLED, its subclass: a cancel is never the echo of our completion). */
+function isPlainLeaseExpired(err: unknown): boolean {
+  return err instanceof LeaseExpiredError && err.code === 'LEASE_EXPIRED';
+}

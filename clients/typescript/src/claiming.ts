@@ -1,0 +1,13 @@
+// When a worker asks for more jobs (both transports): not each time one slot frees while others are about to,
+// but once the free slots are worth a claim, so that a claim carries several jobs.
+
+/**
+ * How long free slots below the claim threshold wait for more slots to free before they are claimed anyway
+ * (so that long handlers do not leave a few slots idle).
+ */
+export const CLAIM_LINGER_MS = 20;
+
+/** Free slots worth a claim while handlers run: a quarter of the concurrency (at least 1). */
+export function claimThreshold(concurrency: number): number {
+  return Math.max(1, Math.ceil(concurrency / 4));
+}

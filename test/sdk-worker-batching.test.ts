@@ -1,0 +1,257 @@
+// The SDK worker's fast path over REST, against a real node: completions go out as batch acknowledgements
+// (POST /api/v1/jobs/complete) and claims carry several jobs, counted by the node itself (/metrics); concurrency
+// stays a hard cap; a stale item inside a batch is that job's leaseLost only; a batch whose answer was lost and
+// that was sent again is not taken for lost leases (the rule in clients/typescript/src/acks.ts); and the optional
+// prefetch holds claimed jobs beyond the concurrency without running more handlers at once.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { SluiceClient, Worker, type Job } from '../clients/typescript/src/index.js';
+import { ManualClock } from '../src/clock.js';
+import { sleep, startTestNode, type TestNode } from './helpers.js';
+
+async function until(cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+async function enqueue(c: SluiceClient, queue: string, items: Array<Record<string, unknown>>): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < items.length; i += 100) {
+    const r = await c.jobs.enqueueBulk(items.slice(i, i + 100).map((extra, k) => ({ payload: { i: i + k }, ...extra })), { queue_name: queue });
+    assert.equal(r.failure_count, 0);
+    ids.push(...r.succeeded.sort((a, b) => a.index - b.index).map((s) => s.id));
+  }
+  return ids;
+}
+
+/** Answered POSTs of a route so far, from the node's own request histogram. */
+async function served(n: TestNode, route: string): Promise<number> {
+  const text = await (await fetch(`${n.node.url}/metrics`)).text();
+  let total = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('sluice_http_request_duration_seconds_count{')) continue;
+    if (line.includes('method="POST"') && line.includes(`route="${route}"`)) total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
+/** A client whose requests pass through `around` (a recording or answer-dropping hop in front of the real node). */
+function clientThrough(n: TestNode, around: (url: URL, init: RequestInit | undefined, send: () => Promise<Response>) => Promise<Response>): SluiceClient {
+  const f: typeof fetch = (input, init) => around(new URL(String(input)), init, () => fetch(input, init));
+  return new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, fetch: f, retry: { baseDelayMs: 20 } });
+}
+
+describe('worker over REST: batch acknowledgements and claims of several jobs', () => {
+  let n: TestNode;
+  let client: SluiceClient;
+  before(async () => {
+    n = await startTestNode();
+    client = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey! });
+  });
+  after(() => n.stop());
+
+  test('concurrency 20 completes 500 jobs with far fewer complete requests and claims than jobs, never more than 20 at once', async () => {
+    const ids = await enqueue(client, 'b-many', Array.from({ length: 500 }, () => ({})));
+    const before = { many: await served(n, '/api/v1/jobs/complete'), one: await served(n, '/api/v1/jobs/:id/complete'), claims: await served(n, '/api/v1/jobs/claim') };
+    let running = 0;
+    let max = 0;
+    const results = new Map<string, unknown>();
+    const worker = new Worker(
+      client,
+      'b-many',
+      async (job) => {
+        running++;
+        max = Math.max(max, running);
+        // Handlers as long as one another: those started together finish in the same turn. (Handlers of
+        // different lengths finish in different turns, and each turn's completions are one batch: with 0–2 ms
+        // handlers here, about 5 jobs per request instead of about 10.)
+        await sleep(1);
+        running--;
+        return { twice: (job.payload.i as number) * 2 };
+      },
+      { concurrency: 20, pollWaitMs: 1000 },
+    );
+    worker.on('completed', (job, result) => results.set(job.id, result));
+    await until(() => results.size === 500, 60_000, '500 completions');
+    await worker.close();
+    assert.ok(max <= 20, `${max} handlers at once`);
+    const many = (await served(n, '/api/v1/jobs/complete')) - before.many;
+    const one = (await served(n, '/api/v1/jobs/:id/complete')) - before.one;
+    const claims = (await served(n, '/api/v1/jobs/claim')) - before.claims;
+    assert.equal(one, 0, 'no single completes');
+    assert.ok(many > 0 && many <= 100, `${many} batch acknowledgements for 500 jobs`);
+    assert.ok(claims <= 100, `${claims} claims for 500 jobs`);
+    const stats = await client.jobs.stats({ queue_name: 'b-many' });
+    assert.equal(stats.counts.completed, 500);
+    for (const id of [ids[0]!, ids[250]!, ids[499]!]) {
+      const job = await client.jobs.get(id);
+      assert.deepEqual(job.result, { twice: (job.payload.i as number) * 2 });
+      assert.deepEqual(results.get(id), job.result);
+    }
+  });
+
+  test('a result the service refuses fails alone: its batch is split into single completes', async () => {
+    // Deeper than BODY_MAX_DEPTH: the batch is refused whole (422), then each job is completed alone.
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 80; i++) deep = { d: deep };
+    const ids = await enqueue(client, 'b-split', Array.from({ length: 6 }, () => ({})));
+    const errors: Array<[unknown, string]> = [];
+    const completed: string[] = [];
+    let gate!: () => void;
+    const open = new Promise<void>((resolve) => (gate = resolve));
+    const worker = new Worker(client, 'b-split', async (job) => {
+      await open;
+      return job.payload.i === 3 ? deep : 'ok';
+    }, { concurrency: 6, pollWaitMs: 1000 });
+    worker.on('completed', (job) => completed.push(job.id));
+    worker.on('error', (err, context) => errors.push([err, context]));
+    await until(() => worker.active === 6, 10_000, 'six jobs running');
+    gate();
+    await until(() => completed.length === 5 && errors.length === 1, 10_000, 'five completions and one refusal');
+    await worker.close();
+    assert.deepEqual(completed.sort(), ids.filter((_, i) => i !== 3).sort());
+    assert.match(errors[0]![1], new RegExp(`report of job ${ids[3]}`));
+    assert.equal((await client.jobs.get(ids[3]!)).status, 'processing');
+  });
+});
+
+describe('worker over REST: stale items and resent batches', () => {
+  const clock = new ManualClock(Date.UTC(2030, 0, 1));
+  let n: TestNode;
+  let client: SluiceClient;
+  before(async () => {
+    n = await startTestNode({ clock });
+    client = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey! });
+  });
+  after(() => n.stop());
+
+  /**
+   * Five jobs held by a worker of concurrency 5 whose handlers wait for `gate`; job 2 has a 5 s lease (its
+   * timeout), the others 60 s. No renewal runs before the gate opens (the period is a minute), so advancing the
+   * node's clock 6 s makes job 2's lease stale and no other.
+   */
+  async function fiveHeld(queue: string, c: SluiceClient) {
+    const ids = await enqueue(client, queue, [0, 1, 2, 3, 4].map((i) => ({ timeout_seconds: i === 2 ? 5 : 60 })));
+    let gate!: () => void;
+    const open = new Promise<void>((resolve) => (gate = resolve));
+    const lost: string[] = [];
+    const completed: Array<[string, number]> = [];
+    const errors: unknown[] = [];
+    const worker = new Worker(
+      c,
+      queue,
+      async (_job: Job, ctx) => {
+        if (ctx.attempt === 1) await open;
+        return ctx.attempt;
+      },
+      { concurrency: 5, pollWaitMs: 500, heartbeatIntervalMs: 60_000 },
+    );
+    worker.on('leaseLost', (job) => lost.push(job.id));
+    worker.on('completed', (job, attempt) => completed.push([job.id, attempt as number]));
+    worker.on('error', (err) => errors.push(err));
+    await until(() => worker.active === 5, 10_000, 'five jobs running');
+    await clock.advance(6_000);
+    await until(async () => (await client.jobs.get(ids[2]!)).retry_count === 1, 10_000, "job 2's lease to run out");
+    return { ids, gate, lost, completed, errors, worker };
+  }
+
+  test('a stale item inside a batch fires leaseLost for that job only; the others of the batch complete', async () => {
+    const batches: string[][] = [];
+    const c = clientThrough(n, async (url, init, send) => {
+      if (url.pathname === '/api/v1/jobs/complete') batches.push(JSON.parse(String(init!.body)).jobs.map((j: { id: string }) => j.id));
+      return send();
+    });
+    const { ids, gate, lost, completed, errors, worker } = await fiveHeld('b-stale', c);
+    gate();
+    await until(() => completed.filter(([, a]) => a === 1).length === 4 && lost.length === 1, 10_000, 'four completions and one lost lease');
+    await worker.close();
+    assert.deepEqual(lost, [ids[2]]);
+    assert.deepEqual(completed.filter(([, a]) => a === 1).map(([id]) => id).sort(), ids.filter((_, i) => i !== 2).sort());
+    assert.deepEqual(errors, []);
+    assert.ok(batches.some((b) => b.length === 5 && b.includes(ids[2]!)), `the stale item rode with the others: ${JSON.stringify(batches)}`);
+    for (const [i, id] of ids.entries()) if (i !== 2) assert.equal((await client.jobs.get(id)).status, 'completed');
+  });
+
+  test('a batch whose answer was lost is sent again: its completed items are not lost leases, a truly stale one is', async () => {
+    let dropped = 0;
+    const c = clientThrough(n, async (url, _init, send) => {
+      const res = await send();
+      if (url.pathname === '/api/v1/jobs/complete' && dropped === 0) {
+        // The service did the work; its answer never arrives.
+        dropped++;
+        await res.arrayBuffer();
+        throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+      }
+      return res;
+    });
+    const { ids, gate, lost, completed, errors, worker } = await fiveHeld('b-resent', c);
+    gate();
+    await until(() => completed.filter(([, a]) => a === 1).length === 4 && lost.length === 1, 10_000, 'four completions and one lost lease');
+    await worker.close();
+    assert.equal(dropped, 1);
+    assert.deepEqual(lost, [ids[2]], 'only the job whose lease really ran out');
+    assert.deepEqual(completed.filter(([, a]) => a === 1).map(([id]) => id).sort(), ids.filter((_, i) => i !== 2).sort());
+    assert.deepEqual(errors, []);
+  });
+});
+
+describe('worker: prefetch', () => {
+  let n: TestNode;
+  let client: SluiceClient;
+  before(async () => {
+    n = await startTestNode();
+    client = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey! });
+  });
+  after(() => n.stop());
+
+  for (const transport of ['http', 'grpc'] as const) {
+    test(`prefetch holds jobs beyond the concurrency, never runs more handlers than the concurrency (${transport})`, async () => {
+      const queue = `b-prefetch-${transport}`;
+      await enqueue(client, queue, Array.from({ length: 60 }, () => ({})));
+      let running = 0;
+      let max = 0;
+      let done = 0;
+      let heldMax = 0;
+      const worker = new Worker(
+        client,
+        queue,
+        async () => {
+          running++;
+          max = Math.max(max, running);
+          await sleep(30);
+          running--;
+        },
+        { concurrency: 4, prefetch: 4, pollWaitMs: 1000, transport, grpc: { address: `127.0.0.1:${n.node.grpcPort}` } },
+      );
+      worker.on('completed', () => done++);
+      const watch = setInterval(() => {
+        void client.jobs.stats({ queue_name: queue }).then((s) => (heldMax = Math.max(heldMax, s.counts.processing)));
+      }, 15);
+      try {
+        await until(() => done === 60, 30_000, '60 completions');
+      } finally {
+        clearInterval(watch);
+      }
+      await worker.close();
+      assert.equal(max, 4, 'handlers at once');
+      assert.ok(heldMax <= 8, `${heldMax} jobs held at once`);
+      assert.ok(heldMax > 4, `prefetch held ${heldMax} at most`);
+    });
+  }
+
+  test('close() runs the prefetched jobs it holds before it deregisters', async () => {
+    const ids = await enqueue(client, 'b-prefetch-close', Array.from({ length: 8 }, () => ({})));
+    const started: string[] = [];
+    const worker = new Worker(client, 'b-prefetch-close', async (job) => {
+      started.push(job.id);
+      await sleep(300);
+    }, { concurrency: 2, prefetch: 6, pollWaitMs: 1000 });
+    await until(async () => (await client.jobs.stats({ queue_name: 'b-prefetch-close' })).counts.pending === 0, 10_000, 'all 8 claimed');
+    await worker.close();
+    assert.equal(started.length, 8);
+    for (const id of ids) assert.equal((await client.jobs.get(id)).status, 'completed');
+  });
+});
