@@ -29,6 +29,9 @@ const SHAPES = {
   grpc: { grpc: true, concurrency: 50 },
   sdk: { sdk: 'http', concurrency: 50 },
   'sdk-grpc': { sdk: 'grpc', concurrency: 50 },
+  // the SDK worker with its prefetch option (jobs claimed ahead of the free slots; SDKs without it ignore it)
+  'sdk-prefetch': { sdk: 'http', concurrency: 50, prefetch: 50 },
+  'sdk-grpc-prefetch': { sdk: 'grpc', concurrency: 50, prefetch: 50 },
 };
 if (process.argv.includes('--variants')) { console.log(Object.keys(SHAPES).join(' ')); process.exit(0); }
 const { scenario, variant, run: runNo } = args();
@@ -159,10 +162,11 @@ function startGrpcWorker({ concurrency, handler }) {
 }
 
 /** The SDK's Worker, the way a user writes one. */
-async function startSdkWorker({ sdk, concurrency, handler }) {
-  const { SluiceClient, Worker } = await import(pathToFileURL(path.join(ROOT, 'clients/typescript/dist/index.js')).href);
+async function startSdkWorker({ sdk, concurrency, prefetch, handler }) {
+  // BENCH_SLUICE_SDK: another SDK build (its dist/index.js) against this node, to compare SDKs on one server build.
+  const { SluiceClient, Worker } = await import(pathToFileURL(process.env.BENCH_SLUICE_SDK || path.join(ROOT, 'clients/typescript/dist/index.js')).href);
   const client = new SluiceClient({ url: baseUrl, apiKey: auth.authorization.slice('Bearer '.length) });
-  const worker = new Worker(client, Q, async (job) => { handler(job); return { ok: true }; }, { concurrency, transport: sdk, grpc: { address: grpcAddress } });
+  const worker = new Worker(client, Q, async (job) => { handler(job); return { ok: true }; }, { concurrency, transport: sdk, grpc: { address: grpcAddress }, ...(prefetch ? { prefetch } : {}) });
   return async () => { await worker.close({ graceMs: 1000 }).catch(() => {}); };
 }
 
