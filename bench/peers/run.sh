@@ -2,7 +2,7 @@
 # The peer benchmark (../shared/bench-peers: Sluice against BullMQ, graphile-worker and pg-boss on one machine with
 # one workload) with this repository's Sluice driver, bench/peers/bench-sluice.mjs: the shared driver plus the
 # worker variants Sluice has since gained (ack: batch acknowledgements; grpc: a ProcessJobs stream; sdk, sdk-grpc:
-# the TypeScript SDK's Worker). The shared folder is read-only, so it is copied to BENCH_PEERS_WORK (default
+# the TypeScript SDK's Worker; sdk-prefetch, sdk-grpc-prefetch: the same holding 50 jobs ahead). The shared folder is read-only, so it is copied to BENCH_PEERS_WORK (default
 # .tmp/bench-peers), the driver is laid over it and the new variants are added to run-all.sh's matrix.
 #
 #   bench/peers/run.sh                                   # every peer and variant, ROUNDS=3 interleaved rounds
