@@ -171,6 +171,9 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
       d: u.state.dependencies_met,
       x: u.extra,
     }));
+    // The ids again as an array: the planner estimates json_to_recordset at 100 rows whatever it holds, and with
+    // stale statistics (a table filled within the last minute) it then chose a hash join over a scan of the whole
+    // table for every commit; `j.id = ANY (ids)` makes the primary key the way in, whatever the estimates.
     ctes.push(`upd AS (
       UPDATE jobs j SET status = u.s, priority = u.p, retry_count = u.r, last_error = u.l, scheduled_at = ${ts('u.sa')},
         started_at = ${ts('u.st')}, completed_at = ${ts('u.c')}, updated_at = ${ts('u.u')}, assigned_worker_id = u.w, lease_id = u.li,
@@ -183,7 +186,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         errors = CASE WHEN u.e IS NULL THEN j.errors ELSE j.errors || u.e END
       FROM json_to_recordset(${p1(JSON.stringify(us), 'json')}) AS u(i uuid, s text, p int, r int, l text, sa float8, st float8, c float8,
         u float8, w text, li uuid, le float8, h bool, v jsonb, e jsonb, t bool, o text, d bool, x jsonb)
-      WHERE j.id = u.i AND (u.o IS NULL OR j.status = ANY (string_to_array(u.o, ',')))${guard}
+      WHERE j.id = ANY (${p([...updates.keys()], 'uuid')}) AND j.id = u.i AND (u.o IS NULL OR j.status = ANY (string_to_array(u.o, ',')))${guard}
       RETURNING j.id, CASE WHEN u.t THEN to_jsonb(j) END AS row)`);
     selects.push(`SELECT 'u' AS k, id, row FROM upd`);
   }
