@@ -5,44 +5,10 @@
 // opening of an event stream. The node reaches PostgreSQL through a TCP proxy that the test cuts (every
 // connection reset, new ones refused) and restores.
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
+import { CuttableProxy } from './proxy.js';
 import { freshStore, sleep, startTestNode, STORE, type StoreLocation, type TestNode } from './helpers.js';
-
-class CuttableProxy {
-  private readonly sockets = new Set<net.Socket>();
-  private server: net.Server | null = null;
-  port = 0;
-
-  constructor(private readonly target: { host: string; port: number }) {}
-
-  async open(port = 0): Promise<void> {
-    const server = net.createServer((client) => {
-      const upstream = net.connect(this.target.port, this.target.host);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => {});
-      }
-      client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    this.server = server;
-    this.port = (server.address() as net.AddressInfo).port;
-  }
-
-  /** Every connection reset at once, and nobody listening until `open` again. */
-  async cut(): Promise<void> {
-    const server = this.server;
-    this.server = null;
-    const closed = new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    for (const s of this.sockets) s.resetAndDestroy();
-    await closed;
-  }
-}
 
 const enabled = STORE === 'pg';
 let n: TestNode;

@@ -5,7 +5,7 @@
 // NOTIFY is sent after the change is committed and carries ids, never secrets or bodies (payloads must stay
 // under 8000 bytes). Notifications sent while this node's listening connection was down are lost, so every
 // (re)connection asks the caches to re-read what they hold (`resync`).
-import pgListen, { type Subscriber } from 'pg-listen';
+import pg from 'pg';
 import type { Log } from '../../log.js';
 import type { Store } from './store.js';
 
@@ -35,9 +35,19 @@ export interface InvalidationChannel {
 
 const CHANNEL = 'sluice_invalidate';
 
-/** PostgreSQL: one listening connection per node, reconnecting forever. */
+/**
+ * PostgreSQL: one listening connection per node, reconnecting until closed (0.5 s doubling to 5 s between tries).
+ * A connection can die without an error reaching us (a half-open TCP connection), so it is asked a trivial query
+ * every 10 s. Written here rather than taken from a library because closing must also stop a reconnection in
+ * progress: a loop left running keeps the process alive and dials a database the node has let go of.
+ */
 export class PgInvalidations implements InvalidationChannel {
-  private subscriber: Subscriber | null = null;
+  private client: pg.Client | null = null;
+  private handlers: InvalidationHandlers | null = null;
+  private closed = false;
+  private retry: NodeJS.Timeout | null = null;
+  private check: NodeJS.Timeout | null = null;
+  private attempt = 0;
 
   constructor(
     private readonly url: string,
@@ -46,27 +56,10 @@ export class PgInvalidations implements InvalidationChannel {
   ) {}
 
   async start(handlers: InvalidationHandlers): Promise<void> {
-    // pg-listen is CommonJS with a `default` export.
-    const sub = pgListen.default({ connectionString: this.url }, { retryTimeout: Infinity, paranoidChecking: 10_000 });
-    this.subscriber = sub;
-    let connectedOnce = false;
-    sub.notifications.on(CHANNEL, (payload: unknown) => {
-      try {
-        handlers.apply(payload as Invalidation);
-      } catch (err) {
-        this.log.error('could not apply a cluster invalidation', err);
-      }
-    });
-    sub.events.on('connected', () => {
-      if (connectedOnce) {
-        this.log.warn('cluster invalidation channel reconnected; dropping cached credentials');
-        handlers.resync();
-      }
-      connectedOnce = true;
-    });
-    sub.events.on('error', (err: Error) => this.log.error('cluster invalidation channel failed', err));
-    await sub.connect();
-    await sub.listenTo(CHANNEL);
+    this.handlers = handlers;
+    await this.connect();
+    this.check = setInterval(() => this.probe(), 10_000);
+    this.check.unref();
   }
 
   async publish(inv: Invalidation): Promise<void> {
@@ -74,9 +67,78 @@ export class PgInvalidations implements InvalidationChannel {
   }
 
   async close(): Promise<void> {
-    const sub = this.subscriber;
-    this.subscriber = null;
-    if (sub) await sub.close().catch(() => {});
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+    if (this.check) clearInterval(this.check);
+    this.retry = this.check = null;
+    const client = this.client;
+    this.client = null;
+    if (client) await client.end().catch(() => {});
+  }
+
+  /** Opens a connection and listens; a failed try leaves nothing open. */
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, keepAlive: true });
+    client.on('notification', (msg) => {
+      if (msg.channel !== CHANNEL || !msg.payload) return;
+      try {
+        this.handlers?.apply(JSON.parse(msg.payload) as Invalidation);
+      } catch (err) {
+        this.log.error('could not apply a cluster invalidation', err);
+      }
+    });
+    client.on('error', (err) => this.lost(client, err));
+    client.on('end', () => this.lost(client));
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
+      client.removeAllListeners('end');
+      await client.end().catch(() => {});
+      throw err;
+    }
+    if (this.closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    this.client = client;
+  }
+
+  private probe(): void {
+    const client = this.client;
+    client?.query('SELECT 1').catch((err) => this.lost(client, err));
+  }
+
+  /** The listening connection is gone: notifications may be missed from now until a new one listens. */
+  private lost(client: pg.Client, err?: Error): void {
+    if (this.client !== client) return;
+    this.client = null;
+    client.removeAllListeners('end');
+    client.end().catch(() => {});
+    if (this.closed) return;
+    this.log.warn(`cluster invalidation channel lost${err ? `: ${err.message}` : ''}; reconnecting`);
+    this.reconnect();
+  }
+
+  private reconnect(): void {
+    const delay = Math.min(500 * 2 ** this.attempt, 5_000);
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      if (this.closed) return;
+      this.connect().then(
+        () => {
+          if (this.closed) return;
+          this.attempt = 0;
+          this.log.warn('cluster invalidation channel reconnected; dropping cached credentials');
+          this.handlers?.resync();
+        },
+        () => {
+          if (this.closed) return;
+          this.attempt++;
+          this.reconnect();
+        },
+      );
+    }, delay);
   }
 }
 
