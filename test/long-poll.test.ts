@@ -1,16 +1,25 @@
-// Long-polling claims: answered the moment a job arrives (within 50 ms of the enqueue that feeds it), and
-// with an empty list when wait_ms runs out.
+// Long-polling claims: answered by the enqueue that feeds them (not by a timer that polls), and with an empty
+// list when wait_ms runs out. How fast is measured by the benchmark (`make bench`, scenario e2e), not here.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { ManualClock } from '../src/clock.js';
 import { sleep, startTestNode, type TestNode } from './helpers.js';
 
 let n: TestNode;
+let frozen: TestNode;
 before(async () => {
   n = await startTestNode();
+  frozen = await startTestNode({ clock: new ManualClock(Date.UTC(2030, 0, 1)) });
 });
-after(() => n.stop());
+after(async () => {
+  await n.stop();
+  await frozen.stop();
+});
 
-test('a waiting claim returns within 50 ms of the enqueue that feeds it', async () => {
+test('a waiting claim is answered by the enqueue that feeds it, with no time passing on the node', async (t) => {
+  // The node's clock never moves here, so no timer of the node can fire: only the enqueue can wake the claim.
+  // The bound of 1 s (real time) is far above what it takes and far below any polling period worth the name.
+  const n = frozen;
   // Warm the enqueue and claim paths once (first-call compilation is not what this measures).
   await n.api.enqueue({ queue_name: 'lp-warm' });
   await n.api.claim('lp-warm');
@@ -28,7 +37,8 @@ test('a waiting claim returns within 50 ms of the enqueue that feeds it', async 
     assert.equal(r.body.jobs[0].id, job.id);
     assert.deepEqual(r.body.jobs[0].payload, { round });
     const latency = claimedAt - sent;
-    assert.ok(latency <= 50, `round ${round}: claim answered ${latency.toFixed(1)} ms after the enqueue was sent`);
+    t.diagnostic(`round ${round}: claim answered ${latency.toFixed(1)} ms after the enqueue was sent`);
+    assert.ok(latency <= 1_000, `round ${round}: claim answered ${latency.toFixed(1)} ms after the enqueue was sent`);
   }
 });
 
