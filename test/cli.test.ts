@@ -269,7 +269,7 @@ describe('sluice CLI', { concurrency: true }, () => {
     await fails(['tail', '--event', 'not-an-event'], 1, /VALIDATION_ERROR/);
   });
 
-  test('admin org create, keys create, list and revoke; auth failures exit 3', async () => {
+  test('admin org create, keys (also admin key) create, list and revoke; auth failures exit 3', async () => {
     const org = await okJson(['admin', 'org', 'create', '--name', 'Acme', '--slug', 'cli-acme', '--plan', 'starter'], { env: { SLUICE_ADMIN_KEY: ADMIN } });
     assert.equal(org.organization.plan, 'starter');
     const orgKey = org.api_key.key as string;
@@ -288,6 +288,12 @@ describe('sluice CLI', { concurrency: true }, () => {
     await fails(['keys', 'create', '--name', 'x', '--permissions', 'jobs:delete'], 2, /unknown permission/);
     assert.match((await ok(['keys', 'revoke', reader.id], { env: { SLUICE_API_KEY: orgKey } })).stdout, /revoked/);
     await fails(['jobs', 'list'], 3, /UNAUTHORIZED/, { env: { SLUICE_API_KEY: reader.key } });
+    // The same under `admin key`, beside `admin org`.
+    const other = await okJson(['admin', 'key', 'create', '--name', 'other'], { env: { SLUICE_API_KEY: orgKey } });
+    assert.ok((await okJson<any[]>(['admin', 'key', 'list'], { env: { SLUICE_API_KEY: orgKey } })).some((k) => k.id === other.id));
+    assert.match((await ok(['admin', 'key', 'revoke', other.id], { env: { SLUICE_API_KEY: orgKey } })).stdout, /revoked/);
+    await fails(['jobs', 'list'], 3, /UNAUTHORIZED/, { env: { SLUICE_API_KEY: other.key } });
+    assert.match((await ok(['--help'])).stdout, /admin key create\s+the same as keys create/);
     await fails(['jobs', 'list'], 2, /no API key/, { env: { SLUICE_API_KEY: undefined } });
   });
 

@@ -167,9 +167,30 @@ export async function startTestNode(opts: { clock?: Clock; env?: Record<string, 
   };
 }
 
+/** Newest modification time (ms) of the files under `dir`. */
+function newest(dir: string): number {
+  let max = 0;
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    max = Math.max(max, e.isDirectory() ? newest(p) : fs.statSync(p).mtimeMs);
+  }
+  return max;
+}
+
+/**
+ * How a child node is started: the compiled build (dist/, made by `make build`, which `make test` runs first)
+ * when it is newer than every source file, as production runs it and 3–4 times quicker to start than tsx; the
+ * sources through tsx otherwise, so a test run after an edit never runs stale code.
+ */
+const NODE_ARGS: string[] = (() => {
+  const compiled = path.join(ROOT, 'dist/main.js');
+  const fresh = fs.existsSync(compiled) && fs.statSync(compiled).mtimeMs >= newest(path.join(ROOT, 'src'));
+  return fresh ? [compiled] : ['--import', 'tsx', path.join(ROOT, 'src/main.ts')];
+})();
+
 /** A node in a child process (crash tests): resolves once it listens. */
 export async function spawnNode(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts')], {
+  const child = spawn(process.execPath, NODE_ARGS, {
     cwd: ROOT,
     env: { ...process.env, HOST: '127.0.0.1', GRPC_PORT: '0', LOG_LEVEL: 'info', ACTOR_THREADS: '2', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

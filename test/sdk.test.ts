@@ -23,6 +23,7 @@ import {
   SseParser,
   UnauthorizedError,
   UnavailableError,
+  ShardMovedError,
   ValidationError,
   verifySignature,
   type EventEnvelope,
@@ -487,6 +488,14 @@ describe('SDK: retry policy and SSE against a scripted server', () => {
     scripts.set('GET /api/v1/jobs/stats', (_q, res, hit) => (hit < 3 ? answer(res, 503, unavailable) : answer(res, 200, { total: 1 })));
     assert.deepEqual(await c.jobs.stats(), { total: 1 });
     assert.equal(hits.get('GET /api/v1/jobs/stats'), 3);
+    // A queue moving between nodes is a 503 of its own code, retried the same way.
+    const moved = { error: 'unavailable', code: 'SHARD_MOVED', message: 'moving', status: 503 };
+    scripts.set('GET /api/v1/queues/moving', (_q, res, hit) => (hit < 3 ? answer(res, 503, moved) : answer(res, 200, { name: 'moving' })));
+    assert.equal((await c.queues.get('moving')).name, 'moving');
+    assert.equal(hits.get('GET /api/v1/queues/moving'), 3);
+    scripts.set('GET /api/v1/queues/gone', (_q, res) => answer(res, 503, moved));
+    const err = await c.queues.get('gone').then(() => null, (e: unknown) => e);
+    assert.ok(err instanceof ShardMovedError && err instanceof UnavailableError && err.retryable, String(err));
 
     scripts.set('POST /api/v1/jobs', (_q, res, hit) => (hit < 3 ? answer(res, 503, unavailable) : answer(res, 201, { id: 'j', created: true })));
     await assert.rejects(c.jobs.enqueue({ queue_name: 'q', payload: {} }), UnavailableError);

@@ -163,6 +163,8 @@ export class UnavailableError extends SluiceError {
     return true;
   }
 }
+/** 503 `SHARD_MOVED`: the queue is moving between nodes (a node stopped or lost its lease); retry shortly. */
+export class ShardMovedError extends UnavailableError {}
 /** An answer whose code this version of the client does not know (a newer server), or not a catalog error at all. */
 export class UnknownApiError extends SluiceError {
   override get retryable(): boolean {
@@ -208,7 +210,7 @@ export const ERROR_CLASSES = {
   RATE_LIMITED: RateLimitedError,
   INTERNAL: InternalError,
   UNAVAILABLE: UnavailableError,
-  SHARD_MOVED: UnavailableError,
+  SHARD_MOVED: ShardMovedError,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CLASSES;

@@ -9,7 +9,7 @@
 // back at once), capped by `maxDelayMs`; a `Retry-After` is honoured as a floor (plus up to 10% jitter). A
 // Retry-After longer than `maxRetryAfterMs` is not waited for: the error is thrown so the caller can decide.
 // QUOTA_EXCEEDED is never retried: it is a plan limit, not a moment's congestion.
-import { ConnectionError, errorFromResponse, SluiceError, UnknownApiError } from './errors.js';
+import { ConnectionError, errorFromResponse, SluiceError, UnavailableError, UnknownApiError } from './errors.js';
 
 export interface RetryOptions {
   /** Retries after the first attempt (default 4; 0 disables retrying). */
@@ -139,7 +139,7 @@ export class HttpCore {
     const transient =
       err instanceof ConnectionError ||
       err.code === 'RATE_LIMITED' ||
-      err.code === 'UNAVAILABLE' ||
+      err instanceof UnavailableError ||
       (err instanceof UnknownApiError && (RETRY_STATUSES.has(err.status) || (err.status === 429 && err.retryAfter !== null)));
     if (!transient) return null;
     const backoff = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** attempt);

@@ -51,6 +51,7 @@ export {
   RateLimitedError,
   InternalError,
   UnavailableError,
+  ShardMovedError,
   UnknownApiError,
   ConnectionError,
   ERROR_CLASSES,

@@ -350,7 +350,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
         );
         this.id = rec.id;
         this.registered = true;
-        this.scheduleHeartbeat();
+        this.scheduleHeartbeat(rec.heartbeat_interval_secs);
         return;
       } catch (err) {
         if (this.stopping) throw err;
@@ -361,8 +361,10 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     }
   }
 
-  private scheduleHeartbeat(): void {
-    const every = this.opts.workerHeartbeatMs ?? 30_000;
+  /** Every `workerHeartbeatMs`, else what the service advised at registration (at least 1 s), else 30 s. */
+  private scheduleHeartbeat(advisedSecs: number | null | undefined): void {
+    const advised = typeof advisedSecs === 'number' && advisedSecs > 0 ? Math.max(1_000, advisedSecs * 1000) : null;
+    const every = this.opts.workerHeartbeatMs ?? advised ?? 30_000;
     clearInterval(this.heartbeatTimer);
     this.heartbeatTimer = setInterval(() => void this.beat(), every);
     this.heartbeatTimer.unref();

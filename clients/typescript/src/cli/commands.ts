@@ -26,6 +26,8 @@ export interface Ctx {
 
 export interface Command {
   path: string;
+  /** Other paths that run it (`admin key create` for `keys create`). */
+  aliases?: string[];
   usage: string;
   summary: string;
   details?: string;
@@ -691,6 +693,7 @@ export const COMMANDS: Command[] = [
   },
   {
     path: 'keys create',
+    aliases: ['admin key create'],
     usage: '--name <name> [--permissions <p,…>]',
     summary: "Create an API key of the key's organization",
     options: {
@@ -711,6 +714,7 @@ export const COMMANDS: Command[] = [
   },
   {
     path: 'keys list',
+    aliases: ['admin key list'],
     usage: '[options]',
     summary: 'List API keys (never their values)',
     options: PAGE_OPTIONS,
@@ -724,6 +728,7 @@ export const COMMANDS: Command[] = [
   },
   {
     path: 'keys revoke',
+    aliases: ['admin key revoke'],
     usage: '<id>',
     summary: 'Revoke an API key (it and its tokens stop working at once)',
     args: [1, 1],

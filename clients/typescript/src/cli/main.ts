@@ -19,6 +19,8 @@ import {
 import { COMMANDS, type Command, type OptionSpec } from './commands.js';
 import { UsageError } from './config.js';
 
+const pathsOf = (c: Command): string[] => [c.path, ...(c.aliases ?? [])];
+
 export const EXIT = {
   OK: 0,
   /** The service refused the request (422, 409, 5xx…), or some items of a batch failed. */
@@ -68,8 +70,9 @@ function findCommand(argv: string[]): { command: Command | null; words: string[]
       continue;
     }
     words.push(a);
-    command = COMMANDS.find((c) => c.path === words.join(' ')) ?? null;
-    if (!command && !COMMANDS.some((c) => c.path.startsWith(`${words.join(' ')} `))) {
+    const said = words.join(' ');
+    command = COMMANDS.find((c) => pathsOf(c).includes(said)) ?? null;
+    if (!command && !COMMANDS.some((c) => pathsOf(c).some((p) => p.startsWith(`${said} `)))) {
       // Not a command nor the start of one.
       rest.push(...argv.slice(i + 1));
       break;
@@ -88,7 +91,7 @@ function optionsHelp(opts: Record<string, OptionSpec>): string {
 }
 
 function mainHelp(): string {
-  const groups = COMMANDS.map((c) => `  ${c.path.padEnd(20)} ${c.summary}`);
+  const groups = COMMANDS.flatMap((c) => [`  ${c.path.padEnd(20)} ${c.summary}`, ...(c.aliases ?? []).map((a) => `  ${a.padEnd(20)} the same as ${c.path}`)]);
   return `sluice ${version()}: the command line of the Sluice job queue
 
 Usage: sluice <command> [options]
@@ -150,7 +153,7 @@ export async function main(argv: string[]): Promise<number> {
   const wantsJson = argv.includes('--json');
   if (!command) {
     if (words.length === 0 || words[0] === 'help') {
-      const topic = words.length > 1 ? COMMANDS.find((c) => c.path === words.slice(1).join(' ')) : undefined;
+      const topic = words.length > 1 ? COMMANDS.find((c) => pathsOf(c).includes(words.slice(1).join(' '))) : undefined;
       if (argv.includes('--version') || argv.includes('-v')) {
         process.stdout.write(`${version()}\n`);
         return EXIT.OK;
@@ -159,13 +162,13 @@ export async function main(argv: string[]): Promise<number> {
       return words.length === 0 && !argv.includes('--help') && !argv.includes('-h') ? EXIT.USAGE : EXIT.OK;
     }
     const prefix = words.join(' ');
-    const subs = COMMANDS.filter((c) => c.path.startsWith(`${prefix} `));
+    const subs = COMMANDS.flatMap((c) => pathsOf(c).filter((p) => p.startsWith(`${prefix} `)).map((p) => ({ c, p })));
     if (subs.length > 0 && (argv.includes('--help') || argv.includes('-h'))) {
-      process.stdout.write(subs.map((c) => `sluice ${c.path} ${c.usage}\n    ${c.summary}`).join('\n') + '\n');
+      process.stdout.write(subs.map(({ c, p }) => `sluice ${p} ${c.usage}\n    ${c.summary}`).join('\n') + '\n');
       return EXIT.OK;
     }
     reportError(
-      new UsageError(subs.length > 0 ? `${prefix}: expected one of ${subs.map((c) => c.path.slice(prefix.length + 1)).join(', ')}` : `unknown command "${prefix}"`),
+      new UsageError(subs.length > 0 ? `${prefix}: expected one of ${subs.map(({ p }) => p.slice(prefix.length + 1)).join(', ')}` : `unknown command "${prefix}"`),
       wantsJson,
     );
     return EXIT.USAGE;
