@@ -139,6 +139,7 @@ export class Metrics {
       cancellation: () => cancellations.inc(),
     };
     this.queueEvents = new client.Counter({ name: 'sluice_queue_events_total', help: HELP.queueEvents, labelNames: ['event'], registers });
+    for (const e of QUEUE_EVENTS) counter(this.queueEvents, e);
     this.requests = new client.Counter({
       name: 'sluice_api_requests_total',
       help: 'Authenticated REST and gRPC requests by admission outcome (admitted, rate_limited)',
