@@ -292,7 +292,7 @@ export class Metrics {
 
     // Counted by the node that serves the queue, since it began serving it: they start again at 0 when the queue
     // moves to another node or that node restarts (a counter reset).
-    const since = ' of this queue, counted since its current owner node began serving it (0 again after a move or a restart)';
+    const since = '; this queue only, counted since the node serving it began to (0 again after the queue moves or that node restarts)';
     const counterFamily = (name: string, help: string, value: (m: QueueMetricsSnapshot) => Array<[labels: string, n: number]>) => {
       family(name, help + since, 'counter');
       for (const [q, m] of counted) for (const [labels, n] of value(m)) out.push(`${name}{${q}${labels}} ${n}`);
