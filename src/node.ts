@@ -191,7 +191,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const quotas = new Quotas(pool, clock);
     const events = new EventBus(clock, (err) => log.error('event listener failed', err));
     pool.onEvents((e) => events.fromActors(e));
-    const metrics = new Metrics({ actorThreads: config.actorThreads, store, clock, log });
+    const metrics = new Metrics({ actorThreads: config.actorThreads, store, clock, log, actors: pool });
     pool.onEvents((e) => metrics.onEvents(e));
     pool.onStats((st) => metrics.onCommits(st));
     deliverer = new Deliverer({

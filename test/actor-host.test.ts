@@ -34,6 +34,8 @@ describe('ActorHost without a thread', () => {
   let location: StoreLocation;
   let store: Store;
   let host: ActorHost;
+  /** Statements the host sent to the store. */
+  let hostQueries = 0;
   const clock = new ManualClock(Date.UTC(2030, 0, 1, 12));
   const waiting = new Map<number, { resolve(v: unknown): void; reject(e: Error): void }>();
   let nextId = 1;
@@ -70,7 +72,16 @@ describe('ActorHost without a thread', () => {
       [ORG],
     );
     const config = loadConfig({ DATA_DIR: location.env.DATA_DIR!, ACTOR_THREADS: '1', LOG_LEVEL: 'warn' });
-    host = new ActorHost({ index: 0, threads: 1, nodeId: null, config, store, clock, post });
+    const s = store;
+    const counting: Store = {
+      query: (...args: Parameters<Store['query']>) => {
+        hostQueries++;
+        return s.query(...args);
+      },
+      exec: (sql) => s.exec(sql),
+      close: () => s.close(),
+    };
+    host = new ActorHost({ index: 0, threads: 1, nodeId: null, config, store: counting, clock, post });
     await host.boot();
   });
   after(async () => {
@@ -116,6 +127,28 @@ describe('ActorHost without a thread', () => {
     host.receive([{ t: 'org', id: 0, org: ORG, op: 'counted', args: { resource: 'queues', delta: -1 } }]);
     const after = await askOrg('usage', {});
     assert.equal(after.counts.queues, before.counts.queues);
+  });
+
+  test('metrics: counted from what each commit published; a cold queue is answered without being loaded', async () => {
+    const r = await ask('counted1', 'enqueue', input());
+    assert.ok(r.created);
+    await clock.advance(1_500);
+    const [c] = (await ask('counted1', 'claim', { worker_id: 'w', limit: 1, lease_duration_secs: null, wait_ms: 0 })).jobs;
+    await clock.advance(500);
+    await ask('counted1', 'complete', { id: r.job.id, worker_id: 'w', lease_id: c!.lease_id as string, result: null });
+    const m = await ask('counted1', 'metrics', {});
+    assert.ok(m);
+    assert.deepEqual(m.events, { 'job.created': 1, 'job.started': 1, 'job.completed': 1, 'job.failed': 0, 'job.cancelled': 0 });
+    assert.deepEqual([m.wait!.count, m.wait!.sum], [1, 1.5]);
+    assert.deepEqual([m.run.completed!.count, m.run.completed!.sum], [1, 0.5]);
+    // A queue with a row and no live job, whose actor was never loaded: nothing counted, and nothing read.
+    await store.query(`INSERT INTO queues (organization_id, name, created_at, updated_at) VALUES ($1, 'cold1', now(), now())`, [ORG]);
+    const before = hostQueries;
+    assert.equal(await ask('cold1', 'metrics', {}), null);
+    assert.equal(hostQueries, before);
+    // Deleted, its numbers go with it.
+    await ask('counted1', 'deleteQueue', {});
+    assert.equal(await ask('counted1', 'metrics', {}), null);
   });
 
   test('an unknown operation fails its own request with a catalog error', async () => {

@@ -299,6 +299,35 @@ describe('three nodes: the cluster-wide tasks run once; long polls and gRPC stre
     }
   });
 
+  test('GET /api/v1/metrics through any node gives the job series of queues other nodes own, counted once by their owner', { timeout: 60_000 }, async () => {
+    // One queue owned by each of two nodes; each job enqueued, claimed and completed through three different nodes.
+    const queues = [await queueOwnedBy(others[0]!, 'metered-b'), await queueOwnedBy(a.node, 'metered-a')];
+    for (const queue of queues) {
+      for (let i = 0; i < 2; i++) {
+        const job = await apis[i]!.enqueue({ queue_name: queue });
+        const claimed = await apis[(i + 1) % 3]!.claim(queue);
+        assert.deepEqual(claimed.map((j) => j.id), [job.id]);
+        const done = await apis[(i + 2) % 3]!.post(`/api/v1/jobs/${job.id}/complete`, { worker_id: 'w1', lease_id: claimed[0]!.lease_id });
+        assert.equal(done.status, 200, JSON.stringify(done.body));
+      }
+    }
+    const series = (text: string, queue: string) =>
+      ['job.created', 'job.started', 'job.completed'].map((e) => {
+        const name = `sluice_job_events_total{queue="${queue}",event="${e}"} `;
+        return Number(text.split('\n').find((l) => l.startsWith(name))?.slice(name.length));
+      });
+    for (const [i, api] of apis.entries()) {
+      const r = await fetch(`${api.url}/api/v1/metrics`, { headers: { authorization: `Bearer ${api.key}` } });
+      assert.equal(r.status, 200);
+      const text = await r.text();
+      for (const queue of queues) {
+        assert.deepEqual(series(text, queue), [2, 2, 2], `${queue} through node ${i}`);
+        assert.match(text, new RegExp(`^sluice_job_run_seconds_count\\{queue="${queue}",outcome="completed"\\} 2$`, 'm'));
+        assert.match(text, new RegExp(`^sluice_job_wait_seconds_count\\{queue="${queue}"\\} 2$`, 'm'));
+      }
+    }
+  });
+
   test('gRPC streams connected to one node are fed the jobs of a queue another node owns', { timeout: 60_000 }, async () => {
     const v1 = loadQueueV1();
     const client = new v1.QueueService(`127.0.0.1:${a.node.grpcPort}`, credentials.createInsecure()) as Client & Record<string, any>;

@@ -77,6 +77,23 @@ class Receiver {
   }
 }
 
+/**
+ * The job series' samples (sluice_job_* and sluice_queue_events_total) by name and labels in a canonical order;
+ * `perQueue`: the queue label is dropped and the queues' samples summed.
+ */
+function jobSamples(text: string, perQueue: boolean): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = /^((?:sluice_job_|sluice_queue_events_total)[a-z_]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m) continue;
+    const labels = [...(m[2] ?? '').matchAll(/([a-z_]+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1]!, l[2]!] as const);
+    if (perQueue !== labels.some(([k]) => k === 'queue')) continue;
+    const key = `${m[1]}{${labels.filter(([k]) => k !== 'queue').map(([k, v]) => `${k}=${v}`).sort().join(',')}}`;
+    out.set(key, (out.get(key) ?? 0) + Number(m[3]));
+  }
+  return out;
+}
+
 async function until(what: string, cond: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
   while (!cond()) {
@@ -96,6 +113,7 @@ describe('metrics under a scripted workload', () => {
   const QA = 'queue-alpha-4f1c';
   const QB = 'queue-beta-9d2e';
   const QC = 'queue-gamma-77ab';
+  const QD = 'queue-delta-3c5a';
   const WORKERS = ['worker-alpha-one', 'worker-alpha-two', 'worker-beta-one'];
   const jobIds: string[] = [];
   let text = '';
@@ -180,6 +198,15 @@ describe('metrics under a scripted workload', () => {
     assert.equal((await a.api.delete(`/api/v1/jobs/${cancelled.id}`)).status, 200);
     await until('both webhook deliveries', () => ok.got === 1 && down.got === 5);
 
+    // A's second queue: claimed after 4 s, failed for good 2 s later (not retryable).
+    const lost = await enqueue(a.api, { queue_name: QD });
+    await clock.advance(4_000);
+    const d1 = await claim(a.api, QD, WORKERS[0]!);
+    assert.equal(d1.id, lost.id);
+    await clock.advance(2_000);
+    const fatal = await a.api.post(`/api/v1/jobs/${d1.id}/fail`, { worker_id: WORKERS[0], lease_id: d1.lease_id, error: 'fatal', retryable: false });
+    assert.equal(fatal.body.status, 'deadletter');
+
     // B: two pending, one processing in QB; one scheduled far ahead in QC.
     for (let i = 0; i < 3; i++) await enqueue(b.api, { queue_name: QB });
     await claim(b.api, QB, WORKERS[2]!);
@@ -207,6 +234,7 @@ describe('metrics under a scripted workload', () => {
       'every transition and the cluster gauges',
       (t) =>
         value(t, 'sluice_job_dead_letters_total{reason="lease_expired"}') === 1 &&
+        value(t, 'sluice_job_dead_letters_total{reason="failed"}') === 2 &&
         value(t, 'sluice_job_cancellations_total') === 1 &&
         value(t, 'sluice_jobs{state="pending"}') === 2 &&
         value(t, 'sluice_webhook_deliveries_total{kind="webhook",outcome="failed"}') === 1,
@@ -214,28 +242,29 @@ describe('metrics under a scripted workload', () => {
     ac.abort();
 
     // Transitions.
-    assert.equal(sample(text, 'sluice_job_events_total{event="job.created"}'), 8);
-    assert.equal(sample(text, 'sluice_job_events_total{event="job.started"}'), 7);
+    assert.equal(sample(text, 'sluice_job_events_total{event="job.created"}'), 9);
+    assert.equal(sample(text, 'sluice_job_events_total{event="job.started"}'), 8);
     assert.equal(sample(text, 'sluice_job_events_total{event="job.completed"}'), 1);
-    assert.equal(sample(text, 'sluice_job_events_total{event="job.failed"}'), 4);
+    assert.equal(sample(text, 'sluice_job_events_total{event="job.failed"}'), 5);
     assert.equal(sample(text, 'sluice_job_events_total{event="job.cancelled"}'), 1);
     assert.equal(sample(text, 'sluice_job_retries_total{reason="failed"}'), 1);
     assert.equal(sample(text, 'sluice_job_retries_total{reason="lease_expired"}'), 1);
-    assert.equal(sample(text, 'sluice_job_dead_letters_total{reason="failed"}'), 1);
+    assert.equal(sample(text, 'sluice_job_dead_letters_total{reason="failed"}'), 2);
     assert.equal(sample(text, 'sluice_job_dead_letters_total{reason="lease_expired"}'), 1);
     assert.equal(sample(text, 'sluice_job_lease_expiries_total'), 2);
     assert.equal(sample(text, 'sluice_job_cancellations_total'), 1);
 
-    // Wait: 7 claims; the first waited 2 s, the retried one 0 s after its backoff, the others 0 s.
-    assert.equal(sample(text, 'sluice_job_wait_seconds_count'), 7);
-    assert.equal(sample(text, 'sluice_job_wait_seconds_sum'), 2);
+    // Wait: 8 claims; the first waited 2 s, QD's 4 s, the retried one 0 s after its backoff, the others 0 s.
+    assert.equal(sample(text, 'sluice_job_wait_seconds_count'), 8);
+    assert.equal(sample(text, 'sluice_job_wait_seconds_sum'), 6);
     assert.equal(sample(text, 'sluice_job_wait_seconds_bucket{le="1"}'), 6);
     assert.equal(sample(text, 'sluice_job_wait_seconds_bucket{le="2.5"}'), 7);
+    assert.equal(sample(text, 'sluice_job_wait_seconds_bucket{le="5"}'), 8);
     // Run: by outcome, the times the clock moved while each attempt was held.
     assert.equal(sample(text, 'sluice_job_run_seconds_count{outcome="completed"}'), 1);
     assert.equal(sample(text, 'sluice_job_run_seconds_sum{outcome="completed"}'), 3);
-    assert.equal(sample(text, 'sluice_job_run_seconds_count{outcome="failed"}'), 2);
-    assert.equal(sample(text, 'sluice_job_run_seconds_sum{outcome="failed"}'), 1);
+    assert.equal(sample(text, 'sluice_job_run_seconds_count{outcome="failed"}'), 3);
+    assert.equal(sample(text, 'sluice_job_run_seconds_sum{outcome="failed"}'), 3);
     assert.equal(sample(text, 'sluice_job_run_seconds_count{outcome="lease_expired"}'), 2);
     assert.ok(sample(text, 'sluice_job_run_seconds_sum{outcome="lease_expired"}') >= 10);
     assert.equal(sample(text, 'sluice_job_run_seconds_count{outcome="cancelled"}'), 1);
@@ -245,7 +274,7 @@ describe('metrics under a scripted workload', () => {
     assert.equal(sample(text, 'sluice_jobs{state="pending"}'), 2);
     assert.equal(sample(text, 'sluice_jobs{state="processing"}'), 1);
     assert.equal(sample(text, 'sluice_jobs{state="scheduled"}'), 1);
-    assert.equal(sample(text, 'sluice_jobs{state="deadletter"}'), 2);
+    assert.equal(sample(text, 'sluice_jobs{state="deadletter"}'), 3);
     assert.equal(sample(text, 'sluice_jobs{state="blocked"}'), 0);
     assert.equal(sample(text, 'sluice_oldest_pending_job_age_seconds'), 10);
 
@@ -259,7 +288,7 @@ describe('metrics under a scripted workload', () => {
     assert.equal(sample(text, 'sluice_grpc_request_duration_seconds_count{method="queue.v1.QueueService/GetQueueStats",code="OK"}'), 1);
     assert.equal(sample(text, 'sluice_grpc_request_duration_seconds_count{method="queue.v1.QueueService/GetQueueStats",code="UNAUTHENTICATED"}'), 1);
     assert.equal(sample(text, 'sluice_http_request_duration_seconds_count{method="POST",route="/api/v1/jobs/:id/complete",status_class="2xx"}'), 1);
-    assert.equal(sample(text, 'sluice_http_request_duration_seconds_count{method="POST",route="/api/v1/jobs/:id/fail",status_class="2xx"}'), 2);
+    assert.equal(sample(text, 'sluice_http_request_duration_seconds_count{method="POST",route="/api/v1/jobs/:id/fail",status_class="2xx"}'), 3);
     assert.equal(sample(text, 'sluice_http_request_duration_seconds_count{method="DELETE",route="/api/v1/jobs/:id",status_class="2xx"}'), 1);
     assert.equal(sample(text, 'sluice_http_request_duration_seconds_count{method="OTHER",route="unmatched",status_class="4xx"}'), 1);
     assert.ok(sample(text, 'sluice_api_requests_total{outcome="admitted"}') >= 20);
@@ -271,8 +300,8 @@ describe('metrics under a scripted workload', () => {
 
   test('the global exposition names no organization, queue, job, worker or key', async () => {
     assert.ok(text !== '', 'the workload test ran first');
-    const secrets = [a.org, b.org, await orgOf(n, n.api.key), QA, QB, QC, ...WORKERS, ...jobIds, a.key, b.key, n.api.key];
-    assert.equal(jobIds.length, 8);
+    const secrets = [a.org, b.org, await orgOf(n, n.api.key), QA, QB, QC, QD, ...WORKERS, ...jobIds, a.key, b.key, n.api.key];
+    assert.equal(jobIds.length, 9);
     for (const t of [text, await scrape(n)]) {
       for (const s of secrets) assert.ok(!t.includes(s), `/metrics mentions ${s}`);
       // No label but the bounded ones.
@@ -293,7 +322,8 @@ describe('metrics under a scripted workload', () => {
     assert.equal(sample(ta, `sluice_jobs{queue="${QA}",state="pending"}`), 0);
     assert.equal(sample(ta, `sluice_oldest_pending_job_age_seconds{queue="${QA}"}`), 0);
     assert.equal(sample(ta, `sluice_queue_paused{queue="${QA}"}`), 0);
-    assert.equal(sample(ta, 'sluice_queues'), 1);
+    assert.equal(sample(ta, `sluice_jobs{queue="${QD}",state="deadletter"}`), 1);
+    assert.equal(sample(ta, 'sluice_queues'), 2);
     const tb = await own(b.api);
     assert.equal(sample(tb, `sluice_jobs{queue="${QB}",state="pending"}`), 2);
     assert.equal(sample(tb, `sluice_jobs{queue="${QB}",state="processing"}`), 1);
@@ -310,6 +340,66 @@ describe('metrics under a scripted workload', () => {
     // The busiest queues first: B's QB (3 unfinished) before QC (1).
     assert.ok(tb.indexOf(`queue="${QB}"`) < tb.indexOf(`queue="${QC}"`));
 
+    // The job series of each queue: exactly what the workload did in it.
+    const at = (t: string, series: string, queue: string, labels = '') => sample(t, `${series}{queue="${queue}"${labels}}`);
+    const runOf = (t: string, queue: string, outcome: string) => [
+      at(t, 'sluice_job_run_seconds_count', queue, `,outcome="${outcome}"`),
+      at(t, 'sluice_job_run_seconds_sum', queue, `,outcome="${outcome}"`),
+    ];
+    const countsOf = (t: string, queue: string) => ({
+      created: at(t, 'sluice_job_events_total', queue, ',event="job.created"'),
+      started: at(t, 'sluice_job_events_total', queue, ',event="job.started"'),
+      completed: at(t, 'sluice_job_events_total', queue, ',event="job.completed"'),
+      failed: at(t, 'sluice_job_events_total', queue, ',event="job.failed"'),
+      cancelled: at(t, 'sluice_job_events_total', queue, ',event="job.cancelled"'),
+      retried: [at(t, 'sluice_job_retries_total', queue, ',reason="failed"'), at(t, 'sluice_job_retries_total', queue, ',reason="lease_expired"')],
+      dead: [at(t, 'sluice_job_dead_letters_total', queue, ',reason="failed"'), at(t, 'sluice_job_dead_letters_total', queue, ',reason="lease_expired"')],
+      expiries: at(t, 'sluice_job_lease_expiries_total', queue),
+      cancellations: at(t, 'sluice_job_cancellations_total', queue),
+      wait: [at(t, 'sluice_job_wait_seconds_count', queue), at(t, 'sluice_job_wait_seconds_sum', queue)],
+    });
+    // QA: 4 jobs, 6 claims (the first after 2 s, the others at once), a completion after 3 s, a retry and a dead
+    // letter by failure (0.5 s each), a retry and a dead letter by lease expiry (6 s each), a cancel after 1 s.
+    assert.deepEqual(countsOf(ta, QA), {
+      created: 4, started: 6, completed: 1, failed: 4, cancelled: 1, retried: [1, 1], dead: [1, 1], expiries: 2, cancellations: 1, wait: [6, 2],
+    });
+    assert.equal(at(ta, 'sluice_job_wait_seconds_bucket', QA, ',le="1"'), 5);
+    assert.equal(at(ta, 'sluice_job_wait_seconds_bucket', QA, ',le="2.5"'), 6);
+    assert.equal(at(ta, 'sluice_job_wait_seconds_bucket', QA, ',le="+Inf"'), 6);
+    assert.deepEqual(runOf(ta, QA, 'completed'), [1, 3]);
+    assert.equal(at(ta, 'sluice_job_run_seconds_bucket', QA, ',outcome="completed",le="2.5"'), 0);
+    assert.equal(at(ta, 'sluice_job_run_seconds_bucket', QA, ',outcome="completed",le="5"'), 1);
+    assert.deepEqual(runOf(ta, QA, 'failed'), [2, 1]);
+    assert.deepEqual(runOf(ta, QA, 'lease_expired'), [2, 12]);
+    assert.deepEqual(runOf(ta, QA, 'cancelled'), [1, 1]);
+    // QD: one job, claimed after 4 s, dead-lettered by its worker 2 s later.
+    assert.deepEqual(countsOf(ta, QD), {
+      created: 1, started: 1, completed: 0, failed: 1, cancelled: 0, retried: [0, 0], dead: [1, 0], expiries: 0, cancellations: 0, wait: [1, 4],
+    });
+    assert.equal(at(ta, 'sluice_job_wait_seconds_bucket', QD, ',le="2.5"'), 0);
+    assert.equal(at(ta, 'sluice_job_wait_seconds_bucket', QD, ',le="5"'), 1);
+    assert.deepEqual(runOf(ta, QD, 'failed'), [1, 2]);
+    assert.deepEqual(runOf(ta, QD, 'completed'), [0, 0]);
+    // B: three jobs in QB, one claimed at once; one scheduled in QC, never claimed.
+    assert.deepEqual(countsOf(tb, QB), {
+      created: 3, started: 1, completed: 0, failed: 0, cancelled: 0, retried: [0, 0], dead: [0, 0], expiries: 0, cancellations: 0, wait: [1, 0],
+    });
+    assert.deepEqual(countsOf(tb, QC), {
+      created: 1, started: 0, completed: 0, failed: 0, cancelled: 0, retried: [0, 0], dead: [0, 0], expiries: 0, cancellations: 0, wait: [0, 0],
+    });
+    // Summed over every queue of both organizations, each job series is the node-wide one of GET /metrics.
+    const global = jobSamples(text, false);
+    const perQueue = jobSamples(ta + tb, true);
+    assert.ok(global.size >= 40, `${global.size} global job samples`);
+    assert.deepEqual(new Map([...perQueue].sort()), new Map([...global].sort()));
+    // Labels: the global ones plus queue; every family declared once.
+    for (const t of [ta, tb]) {
+      const labels = new Set([...t.matchAll(/[{,]([a-z_]+)="/g)].map((m) => m[1]));
+      for (const l of labels) assert.ok(['queue', 'state', 'event', 'reason', 'outcome', 'le'].includes(l!), `label ${l}`);
+      const types = t.split('\n').filter((l) => l.startsWith('# TYPE '));
+      assert.equal(new Set(types).size, types.length);
+    }
+
     // A cap on the queues reported: an organization with 120 queues, one of them busy, gets that one and 99 others.
     const many = await insertKey(n, { plan: 'pro' });
     await n.node.store.query(
@@ -324,6 +414,11 @@ describe('metrics under a scripted workload', () => {
     assert.equal(sample(tm, 'sluice_jobs{queue="q-120",state="pending"}'), 1);
     assert.equal(value(tm, 'sluice_queue_paused{queue="q-001"}'), 0);
     assert.ok(Number.isNaN(value(tm, 'sluice_queue_paused{queue="q-100"}')), 'the 101st queue is not reported');
+    // The job series of the same 100 queues: the busy one counted its job, the others (never loaded) show zeros.
+    assert.equal(tm.split('\n').filter((l) => l.startsWith('sluice_job_wait_seconds_count{')).length, MAX_REPORTED_QUEUES);
+    assert.equal(sample(tm, 'sluice_job_events_total{queue="q-120",event="job.created"}'), 1);
+    assert.equal(sample(tm, 'sluice_job_events_total{queue="q-001",event="job.created"}'), 0);
+    assert.ok(Number.isNaN(value(tm, 'sluice_job_events_total{queue="q-100",event="job.created"}')));
 
     const reader = await insertKey(n, { organizationId: b.org, permissions: ['queues:read'] });
     assert.equal((await n.api.as(reader.key).get('/api/v1/metrics')).status, 200);
@@ -360,6 +455,10 @@ describe('metrics under a scripted workload', () => {
     // Every alert's series is on the dashboard too.
     const shown = new Set(exprs.flatMap((e) => used(e.expr)));
     for (const r of alerts) for (const m of used(r.expr)) assert.ok(shown.has(m), `${m} (alert ${r.alert}) is on no panel`);
+    // And every sluice_ series a node exposes is on a panel (a histogram counts once, whichever of its samples is used).
+    const family = (m: string) => m.replace(/_(bucket|sum|count)$/, '');
+    const shownFamilies = new Set([...shown].map(family));
+    for (const m of names) if (m.startsWith('sluice_')) assert.ok(shownFamilies.has(family(m)), `${m} is on no panel of the dashboard`);
   });
 });
 

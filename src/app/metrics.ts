@@ -16,15 +16,31 @@
 // - prom-client's default process metrics, under their standard names (process_cpu_seconds_total,
 //   nodejs_eventloop_lag_seconds…) so stock dashboards work.
 //
-// The per-organization view (GET /api/v1/metrics) is rendered here too, from that organization's rows only.
+// The per-organization view (GET /api/v1/metrics) is rendered here too: the gauges from that organization's rows
+// only, and per queue the same histograms and counters as the node-wide series, asked of the thread that serves
+// each queue (src/actors/queue/queue-metrics.ts says where they are counted and when they start again at 0).
 import { performance } from 'node:perf_hooks';
 import client from 'prom-client';
+import {
+  countJobEvent,
+  FAIL_REASONS,
+  JOB_EVENTS,
+  QUEUE_EVENTS,
+  QueueMetrics,
+  RUN_BUCKETS,
+  RUN_OUTCOMES,
+  WAIT_BUCKETS,
+  type HistogramData,
+  type JobEventSink,
+  type QueueMetricsSnapshot,
+} from '../actors/queue/queue-metrics.js';
 import type { DomainEvent } from '../actors/records.js';
 import type { Clock } from '../clock.js';
 import { clusterJobGauges, emptyCounts, GAUGE_STATES, type StateCounts } from '../io/db/sql/clusterJobGauges.js';
 import { queueJobGauges } from '../io/db/sql/queueJobGauges.js';
 import type { Store } from '../io/db/store.js';
 import type { Log } from '../log.js';
+import type { ActorPool } from '../runtime/actor-pool.js';
 import type { CommitStats } from '../runtime/protocol.js';
 
 /** How long a read of the cluster gauges serves scrapes. */
@@ -32,11 +48,6 @@ export const GAUGE_CACHE_MS = 5_000;
 /** The most queues GET /api/v1/metrics reports (the busiest first). */
 export const MAX_REPORTED_QUEUES = 100;
 
-const JOB_EVENTS = ['job.created', 'job.started', 'job.completed', 'job.failed', 'job.cancelled'] as const;
-const RUN_OUTCOMES = ['completed', 'failed', 'lease_expired', 'cancelled'] as const;
-/** Waits from milliseconds (a hot queue) to an hour (a starved one). */
-const WAIT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
-const RUN_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 
 export type StreamTransport = 'sse' | 'websocket' | 'grpc';
@@ -47,7 +58,21 @@ export interface MetricsOptions {
   store: Store;
   clock: Clock;
   log: Log;
+  /** Asks each reported queue's thread for its counters (GET /api/v1/metrics). */
+  actors: Pick<ActorPool, 'ask'>;
 }
+
+/** The help of the job series, shared by GET /metrics and the per-queue series of GET /api/v1/metrics. */
+const HELP = {
+  events: 'Committed job transitions by event (job.created, job.started, job.completed, job.failed, job.cancelled)',
+  wait: 'Time from a job falling due (enqueued, its scheduled time or retry backoff passed, a lease expiry, a workflow release) to its claim',
+  run: 'Time from a claim to the end of that attempt, by outcome (completed, failed, lease_expired, cancelled)',
+  retries: 'Failed attempts that will be retried, by reason (failed: the worker said so; lease_expired)',
+  deadLetters: 'Jobs moved to the dead-letter queue, by reason (failed: retries exhausted or not retryable; lease_expired)',
+  leaseExpiries: 'Leases that expired before their worker answered',
+  cancellations: 'Jobs cancelled (pending, scheduled or processing)',
+  queueEvents: 'Queue pauses and resumes',
+};
 
 /** "2xx" … "5xx". */
 export const statusClass = (status: number): string => `${Math.floor(status / 100)}xx`;
@@ -65,13 +90,8 @@ export class Metrics {
   private readonly deliveries: client.Counter<'kind' | 'outcome'>;
   private readonly disabled: client.Counter;
   // Children bound to their labels once: the event path does no label lookup per job.
-  private readonly jobEvents = new Map<string, client.Counter.Internal>();
-  private readonly wait: client.Histogram;
-  private readonly run: Record<(typeof RUN_OUTCOMES)[number], client.Histogram.Internal<string>>;
-  private readonly retries: { failed: client.Counter.Internal; lease_expired: client.Counter.Internal };
-  private readonly deadLetters: { failed: client.Counter.Internal; lease_expired: client.Counter.Internal };
-  private readonly leaseExpiries: client.Counter;
-  private readonly cancellations: client.Counter;
+  // What a committed job event counts as is decided once, by countJobEvent; this sink feeds the node-wide series.
+  private readonly jobs: JobEventSink;
   private readonly streamCounts = new Map<StreamTransport, () => number>();
   private gaugeRead: { at: number; value: Promise<StateCounts> } | null = null;
   private lastGauges: StateCounts = emptyCounts();
@@ -97,45 +117,29 @@ export class Metrics {
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
-    const jobEvents = new client.Counter({
-      name: 'sluice_job_events_total',
-      help: 'Committed job transitions by event (job.created, job.started, job.completed, job.failed, job.cancelled)',
-      labelNames: ['event'],
-      registers,
-    });
-    for (const e of JOB_EVENTS) this.jobEvents.set(e, counter(jobEvents, e));
-    this.wait = new client.Histogram({
-      name: 'sluice_job_wait_seconds',
-      help: 'Time from a job falling due (enqueued, its scheduled time or retry backoff passed, a lease expiry, a workflow release) to its claim',
-      buckets: WAIT_BUCKETS,
-      registers,
-    });
-    const run = new client.Histogram({
-      name: 'sluice_job_run_seconds',
-      help: 'Time from a claim to the end of that attempt, by outcome (completed, failed, lease_expired, cancelled)',
-      labelNames: ['outcome'],
-      buckets: RUN_BUCKETS,
-      registers,
-    });
-    for (const outcome of RUN_OUTCOMES) run.zero({ outcome });
-    this.run = { completed: run.labels('completed'), failed: run.labels('failed'), lease_expired: run.labels('lease_expired'), cancelled: run.labels('cancelled') };
-    const retries = new client.Counter({
-      name: 'sluice_job_retries_total',
-      help: 'Failed attempts that will be retried, by reason (failed: the worker said so; lease_expired)',
-      labelNames: ['reason'],
-      registers,
-    });
-    this.retries = { failed: counter(retries, 'failed'), lease_expired: counter(retries, 'lease_expired') };
-    const deadLetters = new client.Counter({
-      name: 'sluice_job_dead_letters_total',
-      help: 'Jobs moved to the dead-letter queue, by reason (failed: retries exhausted or not retryable; lease_expired)',
-      labelNames: ['reason'],
-      registers,
-    });
-    this.deadLetters = { failed: counter(deadLetters, 'failed'), lease_expired: counter(deadLetters, 'lease_expired') };
-    this.leaseExpiries = new client.Counter({ name: 'sluice_job_lease_expiries_total', help: 'Leases that expired before their worker answered', registers });
-    this.cancellations = new client.Counter({ name: 'sluice_job_cancellations_total', help: 'Jobs cancelled (pending, scheduled or processing)', registers });
-    this.queueEvents = new client.Counter({ name: 'sluice_queue_events_total', help: 'Queue pauses and resumes', labelNames: ['event'], registers });
+    const jobEvents = new client.Counter({ name: 'sluice_job_events_total', help: HELP.events, labelNames: ['event'], registers });
+    const events = new Map(JOB_EVENTS.map((e) => [e, counter(jobEvents, e)]));
+    const wait = new client.Histogram({ name: 'sluice_job_wait_seconds', help: HELP.wait, buckets: [...WAIT_BUCKETS], registers });
+    const runs = new client.Histogram({ name: 'sluice_job_run_seconds', help: HELP.run, labelNames: ['outcome'], buckets: [...RUN_BUCKETS], registers });
+    for (const outcome of RUN_OUTCOMES) runs.zero({ outcome });
+    const run = new Map(RUN_OUTCOMES.map((o) => [o, runs.labels(o)]));
+    const retryCounter = new client.Counter({ name: 'sluice_job_retries_total', help: HELP.retries, labelNames: ['reason'], registers });
+    const retries = new Map(FAIL_REASONS.map((r) => [r, counter(retryCounter, r)]));
+    const deadCounter = new client.Counter({ name: 'sluice_job_dead_letters_total', help: HELP.deadLetters, labelNames: ['reason'], registers });
+    const deadLetters = new Map(FAIL_REASONS.map((r) => [r, counter(deadCounter, r)]));
+    const leaseExpiries = new client.Counter({ name: 'sluice_job_lease_expiries_total', help: HELP.leaseExpiries, registers });
+    const cancellations = new client.Counter({ name: 'sluice_job_cancellations_total', help: HELP.cancellations, registers });
+    this.jobs = {
+      event: (name) => events.get(name)!.inc(),
+      wait: (seconds) => wait.observe(seconds),
+      run: (outcome, seconds) => run.get(outcome)!.observe(seconds),
+      retry: (reason) => retries.get(reason)!.inc(),
+      deadLetter: (reason) => deadLetters.get(reason)!.inc(),
+      leaseExpiry: () => leaseExpiries.inc(),
+      cancellation: () => cancellations.inc(),
+    };
+    this.queueEvents = new client.Counter({ name: 'sluice_queue_events_total', help: HELP.queueEvents, labelNames: ['event'], registers });
+    for (const e of QUEUE_EVENTS) counter(this.queueEvents, e);
     this.requests = new client.Counter({
       name: 'sluice_api_requests_total',
       help: 'Authenticated REST and gRPC requests by admission outcome (admitted, rate_limited)',
@@ -213,28 +217,7 @@ export class Metrics {
   onEvents(events: DomainEvent[]): void {
     for (const e of events) {
       if (e.type === 'queue') this.queueEvents.inc({ event: e.event });
-      if (e.type !== 'job') continue;
-      this.jobEvents.get(e.event)?.inc();
-      const took = e.since === undefined ? -1 : Math.max(0, e.at - e.since) / 1000;
-      switch (e.event) {
-        case 'job.started':
-          if (took >= 0) this.wait.observe(took);
-          break;
-        case 'job.completed':
-          if (took >= 0) this.run.completed.observe(took);
-          break;
-        case 'job.failed': {
-          const reason = e.expired ? 'lease_expired' : 'failed';
-          if (e.expired) this.leaseExpiries.inc();
-          (e.status === 'deadletter' ? this.deadLetters : this.retries)[reason].inc();
-          if (took >= 0) this.run[reason].observe(took);
-          break;
-        }
-        case 'job.cancelled':
-          this.cancellations.inc();
-          if (took >= 0) this.run.cancelled.observe(took);
-          break;
-      }
+      else if (e.type === 'job') countJobEvent(e, this.jobs);
     }
   }
 
@@ -273,8 +256,13 @@ export class Metrics {
   }
 
   /**
-   * One organization's view (GET /api/v1/metrics): the cluster gauges per queue, read from its rows only. At most
-   * MAX_REPORTED_QUEUES queues, those with the most unfinished jobs first; sluice_queues says how many there are.
+   * One organization's view (GET /api/v1/metrics), for at most MAX_REPORTED_QUEUES of its queues, those with the
+   * most unfinished jobs first (sluice_queues says how many there are): the cluster gauges per queue, read from its
+   * rows only; and per queue the job series of GET /metrics (same names, buckets and labels, plus `queue`), asked of
+   * the thread that serves each queue, on whichever node (one `metrics` ask per reported queue, forwarded to the
+   * owner like any queue operation; a cold queue is not loaded to answer it). A queue whose owner cannot be
+   * reached now (a shard between owners for longer than the forwarding patience) has its gauges but not those
+   * series in this answer; the next scrape has them again.
    */
   async renderOrganization(organizationId: string): Promise<string> {
     const byQueue = await queueJobGauges(this.o.store, organizationId);
@@ -283,8 +271,16 @@ export class Metrics {
     const queues = [...byQueue]
       .sort(([a, ga], [b, gb]) => backlog(gb) - backlog(ga) || (a < b ? -1 : a > b ? 1 : 0))
       .slice(0, MAX_REPORTED_QUEUES);
+    const asked = await Promise.allSettled(queues.map(([q]) => this.o.actors.ask(organizationId, q, 'metrics', {})));
+    const counted: Array<[label: string, m: QueueMetricsSnapshot]> = [];
+    let unreachable = 0;
+    asked.forEach((r, i) => {
+      const label = `queue="${escapeLabel(queues[i]![0])}"`;
+      if (r.status === 'fulfilled') counted.push([label, r.value ?? EMPTY_QUEUE]);
+      else if (unreachable++ === 0) this.o.log.warn('metrics: a queue\'s counters could not be read; its series are left out of this answer', r.reason);
+    });
     const out: string[] = [];
-    const family = (name: string, help: string, type: 'gauge') => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    const family = (name: string, help: string, type: 'gauge' | 'counter' | 'histogram') => out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
     family('sluice_jobs', 'Jobs of this queue by state (pending, blocked on workflow parents, scheduled, processing, deadletter)', 'gauge');
     for (const [q, g] of queues) for (const state of GAUGE_STATES) out.push(`sluice_jobs{queue="${escapeLabel(q)}",state="${state}"} ${g.counts[state]}`);
     family('sluice_oldest_pending_job_age_seconds', 'Age of the queue\'s oldest claimable pending job since it fell due, 0 when none waits', 'gauge');
@@ -293,6 +289,24 @@ export class Metrics {
     for (const [q, g] of queues) out.push(`sluice_queue_paused{queue="${escapeLabel(q)}"} ${g.paused ? 1 : 0}`);
     family('sluice_queues', `Queues of this organization (at most ${MAX_REPORTED_QUEUES} are reported, the busiest first)`, 'gauge');
     out.push(`sluice_queues ${byQueue.size}`);
+
+    // Counted by the node that serves the queue, since it began serving it: they start again at 0 when the queue
+    // moves to another node or that node restarts (a counter reset).
+    const since = '; this queue only, counted since the node serving it began to (0 again after the queue moves or that node restarts)';
+    const counterFamily = (name: string, help: string, value: (m: QueueMetricsSnapshot) => Array<[labels: string, n: number]>) => {
+      family(name, help + since, 'counter');
+      for (const [q, m] of counted) for (const [labels, n] of value(m)) out.push(`${name}{${q}${labels}} ${n}`);
+    };
+    counterFamily('sluice_job_events_total', HELP.events, (m) => JOB_EVENTS.map((e) => [`,event="${e}"`, m.events[e]]));
+    family('sluice_job_wait_seconds', HELP.wait + since, 'histogram');
+    for (const [q, m] of counted) histogram(out, 'sluice_job_wait_seconds', q, WAIT_BUCKETS, m.wait);
+    family('sluice_job_run_seconds', HELP.run + since, 'histogram');
+    for (const [q, m] of counted) for (const o of RUN_OUTCOMES) histogram(out, 'sluice_job_run_seconds', `${q},outcome="${o}"`, RUN_BUCKETS, m.run[o]);
+    counterFamily('sluice_job_retries_total', HELP.retries, (m) => FAIL_REASONS.map((r) => [`,reason="${r}"`, m.retries[r]]));
+    counterFamily('sluice_job_dead_letters_total', HELP.deadLetters, (m) => FAIL_REASONS.map((r) => [`,reason="${r}"`, m.dead_letters[r]]));
+    counterFamily('sluice_job_lease_expiries_total', HELP.leaseExpiries, (m) => [['', m.lease_expiries]]);
+    counterFamily('sluice_job_cancellations_total', HELP.cancellations, (m) => [['', m.cancellations]]);
+    counterFamily('sluice_queue_events_total', HELP.queueEvents, (m) => QUEUE_EVENTS.map((e) => [`,event="${e}"`, m.queue_events[e]]));
     return `${out.join('\n')}\n`;
   }
 
@@ -318,6 +332,19 @@ function counter(c: client.Counter<string>, value: string): client.Counter.Inter
   const child = c.labels(value);
   child.inc(0);
   return child;
+}
+
+/** What a queue that counted nothing yet shows: every series at 0 (a series that appears late breaks rate()). */
+const EMPTY_QUEUE: QueueMetricsSnapshot = new QueueMetrics().snapshot();
+
+/** One histogram's samples in the text format: cumulative buckets, +Inf, sum and count. */
+function histogram(out: string[], name: string, labels: string, bounds: readonly number[], h: HistogramData | null): void {
+  let cumulative = 0;
+  for (let i = 0; i < bounds.length; i++) {
+    cumulative += h?.buckets[i] ?? 0;
+    out.push(`${name}_bucket{${labels},le="${bounds[i]}"} ${cumulative}`);
+  }
+  out.push(`${name}_bucket{${labels},le="+Inf"} ${h?.count ?? 0}`, `${name}_sum{${labels}} ${h?.sum ?? 0}`, `${name}_count{${labels}} ${h?.count ?? 0}`);
 }
 
 const ageSeconds = (due: number | null, now: number): number => (due === null ? 0 : Math.max(0, now - due) / 1000);

@@ -15,12 +15,17 @@
 // Everything an actor does runs "as" that actor (`run`): its journal records are tagged with its key and the
 // current request's token, and its timer is re-armed after. That includes the work a reply does once its commit
 // lands (a keyed insert that won its key becomes claimable, a revived job is placed): it runs as the actor too.
+//
+// Per-queue metrics (GET /api/v1/metrics) are counted here, from the events of each commit as it is published, and
+// kept per queue while its shard is served here (queue-metrics.ts); the `metrics` operation reads them without
+// loading the actor.
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { Heap } from '../actors/heap.js';
 import { JobIds } from '../actors/ids.js';
 import { QueueActor, type Waiter } from '../actors/queue/queue-actor.js';
+import { QueueMetricsBook } from '../actors/queue/queue-metrics.js';
 import { OrgActor } from '../actors/org/org-actor.js';
 import type { DomainEvent, Effects, JournalRecord, Reply } from '../actors/records.js';
 import type { Store } from '../io/db/store.js';
@@ -75,6 +80,8 @@ const MOVED_CLAIM: Reply<QueueOps['claim']['reply']> = () => {
 
 export class ActorHost {
   private readonly actors = new Map<string, Slot>();
+  /** Per-queue metrics of the queues served here, from committed events (they outlive a rebuilt actor). */
+  private readonly counted = new QueueMetricsBook(actorKey);
   private readonly ids = new JobIds();
   private readonly journal: Journal;
   private readonly fx: Effects;
@@ -127,7 +134,10 @@ export class ActorHost {
       },
       isDataFault,
       onLost: (lost, cause) => this.lose(lost, cause),
-      publish: (events) => this.send({ id: -1, ok: true, events }),
+      publish: (events) => {
+        this.counted.observe(events);
+        this.send({ id: -1, ok: true, events });
+      },
       observe: (records, ms, committed) => {
         if (!committed) this.stats.failed++;
         else {
@@ -205,6 +215,8 @@ export class ActorHost {
    * claimed nothing, so the node that sent them asks the new owner.
    */
   private dropShards(shards: Set<number>): void {
+    // Their next owner counts them from 0 (a counter reset to Prometheus).
+    this.counted.forget((key) => shards.has(this.shardOfKey(key)));
     for (const [key, slot] of [...this.actors]) {
       if (!shards.has(this.shardOfKey(key))) continue;
       this.actors.delete(key);
@@ -299,6 +311,8 @@ export class ActorHost {
   private onAsk(m: Ask): void {
     const key = actorKey(m.org, m.t === 'org' ? ORG_ACTOR : m.queue);
     if (!this.serves(this.shardOfKey(key))) return this.fail(m.id, moved());
+    // Counted by the thread, not the actor: read at once, and a cold queue is not loaded to say it counted nothing.
+    if (m.t === 'queue' && m.op === 'metrics') return this.ok(m.id, this.counted.snapshot(key));
     const slot = this.actors.get(key);
     // Tells adjust counters of loaded actors only: an actor built from rows already counts every committed change
     // (and one being built may or may not: dropping the tell then errs on the side of a higher count).
@@ -447,6 +461,11 @@ export class ActorHost {
     resume: (actor, _a, fx, call) => call.answer(actor.resume(fx)),
     configure: (actor, a, fx, call) => call.answer(actor.configure(a, fx)),
     deleteQueue: (actor, _a, fx, call) => call.answer(actor.deleteQueue(fx)),
+    // Answered in onAsk before any actor is loaded; here for completeness of the op map.
+    metrics: (actor, _a, _fx, call) => {
+      const snapshot = this.counted.snapshot(actorKey(actor.organizationId, actor.name));
+      call.answer(() => snapshot);
+    },
   };
 
   /** A claim that finds nothing and may wait is parked on the actor until jobs come or `wait_ms` runs out. */

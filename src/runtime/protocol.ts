@@ -25,6 +25,7 @@ import type {
   ReviveInput,
   ReviveOutcome,
 } from '../actors/queue/queue-actor.js';
+import type { QueueMetricsSnapshot } from '../actors/queue/queue-metrics.js';
 import type { DomainEvent, JobStatus, Progress } from '../actors/records.js';
 import type { WireError } from '../errors.js';
 
@@ -61,6 +62,12 @@ export interface QueueOps {
   resume: Op<Empty, QueueView>;
   configure: Op<Partial<QueueConfig>, QueueView>;
   deleteQueue: Op<Empty, { name: string; deleted: true }>;
+  /**
+   * The queue's wait and run histograms and transition counters (queue-metrics.ts), read-only. Answered by the
+   * thread that serves the queue from what it counted, at once and without loading a cold actor; null when it
+   * counted nothing for the queue.
+   */
+  metrics: Op<Empty, QueueMetricsSnapshot | null>;
 }
 
 /** What an admission answers: the UTC day it counted against, credit granted ahead, the plan's payload cap. */

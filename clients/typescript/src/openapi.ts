@@ -1085,7 +1085,7 @@ export interface paths {
         };
         /**
          * The organization's queue metrics in the Prometheus text format
-         * @description Per queue (label `queue`): sluice_jobs{state} (pending, blocked, scheduled, processing, deadletter), sluice_oldest_pending_job_age_seconds and sluice_queue_paused; sluice_queues counts all the queues. At most 100 queues are reported, those with the most unfinished jobs first.
+         * @description Per queue (label `queue`): sluice_jobs{state} (pending, blocked, scheduled, processing, deadletter), sluice_oldest_pending_job_age_seconds and sluice_queue_paused; and the job series of GET /metrics for that queue: sluice_job_events_total{event}, the histograms sluice_job_wait_seconds and sluice_job_run_seconds{outcome}, sluice_job_retries_total{reason}, sluice_job_dead_letters_total{reason}, sluice_job_lease_expiries_total, sluice_job_cancellations_total and sluice_queue_events_total{event}, counted since the queue's current owner node began serving it (they start again at 0 after a move or a restart). sluice_queues counts all the queues. At most 100 queues are reported, those with the most unfinished jobs first.
          */
         get: operations["getOrganizationMetrics"];
         put?: never;
