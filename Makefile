@@ -1,15 +1,15 @@
 # Sluice. `make run` installs what is missing, builds the dashboard and starts one node on the embedded store
-# (./data); `make test` runs the whole suite on PostgreSQL and on PGlite (one file at a time: the long-poll
-# latency test must not share the 2 cores with a load test); `make build` compiles the server to dist/ for
-# plain node (and builds the dashboard); `make sdk` builds the TypeScript SDK and the `sluice` CLI
-# (clients/typescript → dist/), which the tests and the typecheck use; `make bench` runs the load scenarios.
+# (./data); `make test` runs the whole suite on PostgreSQL and on PGlite (below: how); `make build` compiles the
+# server to dist/ for plain node (and builds the dashboard); `make sdk` builds the TypeScript SDK and the
+# `sluice` CLI (clients/typescript → dist/), which the tests and the typecheck use; `make bench` runs the load
+# scenarios.
 NODE := node --import tsx
 TESTS := $(wildcard test/*.test.ts)
 SRC := $(shell find src -type f)
 UI_SRC := $(shell find ui/src -type f) ui/build.ts ui/tsconfig.json
 SDK := clients/typescript
 
-.PHONY: install run ui build sdk sdk-types test test-pg test-pglite typecheck lint-deps bench screenshots clean
+.PHONY: install run ui build sdk sdk-types test test-pg test-pglite test-pg-parallel test-pglite-parallel test-serial typecheck lint-deps bench screenshots clean
 
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -53,7 +53,25 @@ typecheck: sdk
 lint-deps: install
 	npx depcruise src --config .dependency-cruiser.cjs
 
-test: typecheck lint-deps build test-pg test-pglite
+# `make test` runs the two stores' suites side by side (a test spends most of its time waiting on a store, a timer
+# or a child node, not on a core), then, alone, the files that run three nodes at once or measure the node's
+# liveness under hostile load. `make test-pg` / `make test-pglite` run one store's whole suite.
+SERIAL := test/fuzz.test.ts test/cluster.test.ts test/cluster-failover.test.ts
+PARALLEL := $(filter-out $(SERIAL),$(TESTS))
+
+test: typecheck lint-deps build
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-pg-parallel test-pglite-parallel
+	$(MAKE) --no-print-directory test-serial
+
+test-pg-parallel: sdk
+	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(PARALLEL)
+
+test-pglite-parallel: sdk
+	SLUICE_TEST_STORE=pglite $(NODE) --test --test-concurrency=1 $(PARALLEL)
+
+test-serial: sdk
+	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(SERIAL)
+	SLUICE_TEST_STORE=pglite $(NODE) --test --test-concurrency=1 $(SERIAL)
 
 test-pg: sdk
 	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(TESTS)
