@@ -17,6 +17,11 @@ import { startNode, type SluiceNode } from '../src/node.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const STORE: 'pg' | 'pglite' = process.env.SLUICE_TEST_STORE === 'pg' ? 'pg' : 'pglite';
+/**
+ * The skip of a suite that tests a client (the SDK's worker, the CLI) rather than the server: it runs against
+ * PostgreSQL only, since the server paths it drives run on both stores in their own tests.
+ */
+export const CLIENT_SUITE_SKIP: string | false = STORE !== 'pg' && 'a client suite: run against PostgreSQL only';
 const ADMIN_URL = process.env.TEST_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const TMP = path.join(ROOT, '.tmp');
 
@@ -168,7 +173,7 @@ export async function startTestNode(opts: { clock?: Clock; env?: Record<string, 
 }
 
 /** Newest modification time (ms) of the files under `dir`. */
-function newest(dir: string): number {
+export function newest(dir: string): number {
   let max = 0;
   for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
     const p = path.join(dir, e.name);

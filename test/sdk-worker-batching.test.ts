@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SluiceClient, Worker, type Job } from '../clients/typescript/src/index.js';
 import { ManualClock } from '../src/clock.js';
-import { sleep, startTestNode, type TestNode } from './helpers.js';
+import { CLIENT_SUITE_SKIP, sleep, startTestNode, type TestNode } from './helpers.js';
 
 async function until(cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
   const end = Date.now() + ms;
@@ -44,7 +44,7 @@ function clientThrough(n: TestNode, around: (url: URL, init: RequestInit | undef
   return new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, fetch: f, retry: { baseDelayMs: 20 } });
 }
 
-describe('worker over REST: batch acknowledgements and claims of several jobs', () => {
+describe('worker over REST: batch acknowledgements and claims of several jobs', { skip: CLIENT_SUITE_SKIP }, () => {
   let n: TestNode;
   let client: SluiceClient;
   before(async () => {
@@ -118,7 +118,7 @@ describe('worker over REST: batch acknowledgements and claims of several jobs', 
   });
 });
 
-describe('worker over REST: stale items and resent batches', () => {
+describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUITE_SKIP }, () => {
   const clock = new ManualClock(Date.UTC(2030, 0, 1));
   let n: TestNode;
   let client: SluiceClient;
@@ -198,7 +198,7 @@ describe('worker over REST: stale items and resent batches', () => {
   });
 });
 
-describe('worker: prefetch', () => {
+describe('worker: prefetch', { skip: CLIENT_SUITE_SKIP }, () => {
   let n: TestNode;
   let client: SluiceClient;
   before(async () => {

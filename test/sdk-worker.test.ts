@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { JobCancelledError, JobTimeoutError, LeaseLostError, SluiceClient, UnrecoverableError, Worker, WorkerShutdownError, type Job } from '../clients/typescript/src/index.js';
 import { ManualClock } from '../src/clock.js';
-import { ROOT, sleep, startTestNode, type TestNode } from './helpers.js';
+import { CLIENT_SUITE_SKIP, ROOT, sleep, startTestNode, type TestNode } from './helpers.js';
 
 /** Resolves when `cond` holds, checking every 20 ms, or fails after `ms`. */
 async function until(cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
@@ -35,7 +35,7 @@ async function enqueueMany(c: SluiceClient, queue: string, count: number, extra:
   return r.succeeded.sort((a, b) => a.index - b.index).map((s) => s.id);
 }
 
-describe('worker runner', { concurrency: true }, () => {
+describe('worker runner', { concurrency: true, skip: CLIENT_SUITE_SKIP }, () => {
   let n: TestNode;
   let client: SluiceClient;
   before(async () => {
@@ -296,7 +296,7 @@ describe('worker runner', { concurrency: true }, () => {
   });
 });
 
-describe('worker runner: a lost lease', () => {
+describe('worker runner: a lost lease', { skip: CLIENT_SUITE_SKIP }, () => {
   const clock = new ManualClock(Date.UTC(2030, 0, 1));
   let n: TestNode;
   let client: SluiceClient;
