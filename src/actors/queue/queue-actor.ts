@@ -408,17 +408,24 @@ export class QueueActor {
   }
 
   /**
-   * The windows that ran below half their size while jobs wait in the store, and what to read for each: at most
-   * `slice` rows a window (the host reads in slices so that no other actor of the thread waits long).
+   * What to read when a window ran below half its size while jobs wait in the store: then every window with room
+   * is topped up at once (lanes run low together as keys take turns: one read for all of them, not one each), at
+   * most `slice` rows a window (the host reads in slices so that no other actor of the thread waits long).
    */
   refills(slice: number): Refill[] {
-    const out: Refill[] = [];
     const cap = this.cap();
+    let due = false;
     for (const w of this.low) {
-      if (w.paged <= 0 || w.held >= Math.ceil(cap / 2)) {
-        this.low.delete(w);
-        continue;
+      if (w.paged > 0 && w.held < Math.ceil(cap / 2)) {
+        due = true;
+        break;
       }
+      this.low.delete(w);
+    }
+    if (!due) return [];
+    const out: Refill[] = [];
+    for (const w of this.windows()) {
+      if (w.paged <= 0 || w.held >= cap) continue;
       out.push({ keyed: this.lanes !== null, key: w.key, after: w.bound === START ? null : w.bound, limit: Math.max(1, Math.min(slice, cap - w.held)) });
     }
     return out;
