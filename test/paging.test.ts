@@ -3,9 +3,10 @@
 // and count below crosses pages of the backlog; then a restart, whose rebuild reads the head again.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { ManualClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import { startNode } from '../src/node.js';
-import { Api, freshStore, sleep, startTestNode, type StoreLocation } from './helpers.js';
+import { Api, freshStore, sleep, startTestNode, type StoreLocation, type TestNode } from './helpers.js';
 
 const WINDOW = '20';
 
@@ -148,5 +149,47 @@ describe('paging: a queue larger than its actor window', () => {
       const positions = got.flatMap((id, i) => (levelIds.has(id) ? [i] : []));
       assert.equal(Math.max(...positions) - Math.min(...positions) + 1, levelIds.size, 'a priority level is claimed before the next');
     }
+  });
+});
+
+describe('paging with a manual clock: jobs that fall due, expire or come back behind a paged backlog', () => {
+  const T0 = Date.UTC(2030, 0, 1, 12);
+  const clock = new ManualClock(T0);
+  let n: TestNode;
+  let api: Api;
+  before(async () => {
+    n = await startTestNode({ clock, env: { QUEUE_WINDOW: WINDOW, RETRY_UNIT_MS: '1000' } });
+    api = n.api;
+  });
+  after(() => n.stop());
+
+  test('a paged-out job whose expires_at comes is cancelled as expired; scheduled jobs fall due into their place', async () => {
+    const ids = await bulk(api, 'timed', 60);
+    const doomed = await api.enqueue({ queue_name: 'timed', expires_at: new Date(T0 + 5_000).toISOString() });
+    const soon = await api.enqueue({ queue_name: 'timed', priority: 5, scheduled_at: new Date(T0 + 3_000).toISOString() });
+    await clock.advance(5_000);
+    const expired = await api.get(`/api/v1/jobs/${doomed.id}`);
+    assert.equal(expired.body.status, 'cancelled');
+    assert.equal(expired.body.last_error, 'expired');
+    const got = await drain(api, 'timed');
+    assert.deepEqual(got, [soon.id, ...ids]);
+  });
+
+  test('a failed job retried after its backoff, and a dead letter retried from the DLQ, take their place by id', async () => {
+    const [first] = await bulk(api, 'again', 1, () => ({ max_retries: 1 }));
+    const [dead] = await bulk(api, 'again', 1, () => ({ max_retries: 0 }));
+    const backlog = await bulk(api, 'again', 70);
+    const claimed = await api.claim('again', { limit: 2 });
+    assert.deepEqual(claimed.map((j) => j.id), [first, dead]);
+    for (const j of claimed) {
+      const f = await api.post(`/api/v1/jobs/${j.id}/fail`, { worker_id: 'w1', lease_id: j.lease_id, error: 'boom' });
+      assert.equal(f.status, 200, JSON.stringify(f.body));
+    }
+    await clock.advance(1_000);
+    const retried = await api.post('/api/v1/jobs/dlq/retry', { job_ids: [dead] });
+    assert.equal(retried.status, 200, JSON.stringify(retried.body));
+    // Both are older than the whole backlog: claimed before it, in id order.
+    const got = await drain(api, 'again');
+    assert.deepEqual(got, [first, dead, ...backlog]);
   });
 });
