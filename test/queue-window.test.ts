@@ -267,3 +267,25 @@ describe('QueueActor window', () => {
     h.counts();
   });
 });
+
+describe('QueueActor window, rebuilt before its count is known', () => {
+  test('claims go on while the count of ready jobs without a key is read; then the count is exact', () => {
+    const h = harness(10);
+    const ids = Array.from({ length: 40 }, () => h.enqueue());
+    h.commit();
+    const rebuilt = new QueueActor('org', 'q', { retryUnitMs: 1000, defaultMaxRetries: 3, defaultTimeoutSeconds: 60, window: 10 }, null);
+    rebuilt.page([], [], 'unknown');
+    assert.ok(rebuilt.estimating);
+    const fill = () => {
+      for (let refills = rebuilt.refills(4); refills.length > 0; refills = rebuilt.refills(4)) {
+        for (const r of refills) rebuilt.refilled(r, h.ready().filter((j) => r.after === null || j.id > r.after.id).slice(0, r.limit), h.fx);
+      }
+    };
+    fill();
+    const got = rebuilt.claim({ worker_id: 'w', limit: 3, lease_duration_secs: null }, h.fx)!(h.commit()).jobs.map((j) => j.id);
+    assert.deepEqual(got, ids.slice(0, 3));
+    rebuilt.counted(40);
+    assert.equal(rebuilt.estimating, false);
+    assert.equal(rebuilt.heldReady + rebuilt.pagedOut, 37);
+  });
+});

@@ -35,6 +35,7 @@ import { commitBatch, FencedError, type Fence } from '../io/db/sql/commitBatch.j
 import { liveQueues } from '../io/db/sql/liveQueues.js';
 import { loadOrganization } from '../io/db/sql/loadOrganization.js';
 import { loadQueue } from '../io/db/sql/loadQueue.js';
+import { readyCount } from '../io/db/sql/readyCount.js';
 import { readyJobs } from '../io/db/sql/readyJobs.js';
 import { readyJobsById } from '../io/db/sql/readyJobsById.js';
 import { readyJobsByKey } from '../io/db/sql/readyJobsByKey.js';
@@ -391,6 +392,13 @@ export class ActorHost {
           if (this.actors.get(key) !== slot) return;
           const live: Live = { actor, busy: pending.map((m) => ({ m, adopted: false })), tick: true };
           this.actors.set(key, live);
+          if (actor instanceof QueueActor && actor.estimating) {
+            // Counted meanwhile, not waited for: the count only makes the actor's bookkeeping exact.
+            readyCount(this.o.store, organizationId, queueName).then(
+              (n) => this.actors.get(key) === live && actor.counted(n),
+              (err: unknown) => console.error(`[actor-thread ${this.o.index}] could not count the ready jobs of ${key}:`, (err as Error)?.message ?? err),
+            );
+          }
           // Its window is read before any message runs; leases that ran out while nobody owned the queue are given
           // up once it is (the resume's tick).
           return this.suspend(key, live, () => (actor instanceof QueueActor ? this.fill(key, live, actor) : Promise.resolve()));
@@ -561,7 +569,7 @@ export class ActorHost {
     // Its ready jobs come after, page by page (load → fill).
     const snapshot = await loadQueue(store, organizationId, queueName);
     const actor = new QueueActor(organizationId, queueName, this.settings, snapshot.queue, snapshot.held, clock.now());
-    actor.page(snapshot.ready, snapshot.marks);
+    actor.page(snapshot.ready, snapshot.marks, snapshot.anyReady ? 'unknown' : 'none');
     return actor;
   }
 

@@ -58,7 +58,7 @@ import { leaseId as newLeaseId } from '../ids.js';
 import type { CommitOutput, DomainEvent, Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, Progress, QueueState, Reply } from '../records.js';
 import { KeyLanes } from './key-lanes.js';
 import { RateWindow } from '../rate-window.js';
-import { after, START, newWin, type Refill, type Win } from './window.js';
+import { after, ESTIMATE, START, newWin, type Refill, type Win } from './window.js';
 
 /** A queue's rate limit: at most `jobs` handed out in any `per_seconds`. */
 export interface QueueRateLimit {
@@ -376,13 +376,25 @@ export class QueueActor {
   /**
    * A rebuilt actor learns what its store holds beyond the jobs it was built with: the ready jobs per key, all
    * paged out until `refilled` brings their head in, and the ready jobs it must find without holding them.
+   * `unkeyed` null: ready jobs without a key may wait, their count comes later (`counted`).
    */
-  page(ready: Array<{ key: string | null; count: number }>, marks: Array<{ id: string; expires_at: number | null; debounce_key: string | null }>): void {
+  page(
+    ready: Array<{ key: string | null; count: number }>,
+    marks: Array<{ id: string; expires_at: number | null; debounce_key: string | null }>,
+    unkeyed: 'unknown' | 'none' = 'none',
+  ): void {
     if (ready.some((r) => r.key !== null && r.count > 0)) this.useLanes();
     for (const { key, count } of ready) {
       if (count <= 0) continue;
       const w = this.windowOf(key);
       w.paged += count;
+      w.bound = START;
+      this.note(w);
+    }
+    if (unkeyed === 'unknown') {
+      const w = this.windowOf(null);
+      w.paged += ESTIMATE;
+      w.estimated = true;
       w.bound = START;
       this.note(w);
     }
@@ -393,11 +405,28 @@ export class QueueActor {
     }
   }
 
-  /** Jobs in the store not held here: ready jobs after a window's bound. */
+  /** The count of ready jobs without a key a rebuild read after its window: `paged` becomes exact. */
+  counted(n: number): void {
+    const w = this.windowOf(null);
+    if (!w.estimated) return;
+    w.estimated = false;
+    // The count is read before any write of this actor can land (the host asks it before the window's first read),
+    // so count + changes since is exact; were it not, a window that still has a bound keeps 1, and the refill that
+    // finds the end makes it exact (never 0 while jobs could wait unseen in the store).
+    w.paged = n + (w.paged - ESTIMATE);
+    if (w.paged <= 0) w.paged = w.bound !== null ? 1 : 0;
+  }
+
+  /** Jobs in the store not held here: ready jobs after a window's bound (at least 1 for a window not counted yet). */
   get pagedOut(): number {
     let n = 0;
-    for (const w of this.windows()) n += w.paged;
+    for (const w of this.windows()) n += w.estimated ? Math.max(1, w.paged - ESTIMATE) : w.paged;
     return n;
+  }
+
+  /** A window of the rebuild still waits for its count. */
+  get estimating(): boolean {
+    return this.windowOf(null).estimated;
   }
 
   /** Ready jobs held now, in every window. */
@@ -438,7 +467,10 @@ export class QueueActor {
     const last = list[list.length - 1];
     // Fewer rows than asked: the store had no more after the position, so nothing is paged out any longer.
     w.bound = list.length < refill.limit ? null : { priority: last!.priority, id: last!.id };
-    if (w.bound === null) w.paged = 0;
+    if (w.bound === null) {
+      w.paged = 0;
+      w.estimated = false;
+    }
     for (const row of list) {
       if (this.jobs.has(row.id) || row.status !== 'pending' || row.blocked) continue;
       if (w.bound !== null) w.paged = Math.max(0, w.paged - 1);

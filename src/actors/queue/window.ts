@@ -24,9 +24,16 @@ export interface Win {
   /** Ready jobs in the store after `bound`, not held. */
   paged: number;
   bound: Position | null;
+  /**
+   * The count is not known yet (a rebuild counts the ready jobs without a key after reading the window): `paged`
+   * is ESTIMATE plus the changes since, and becomes exact when the count comes (`counted`) or a refill finds the end.
+   */
+  estimated: boolean;
 }
 
-export const newWin = (key: string | null): Win => ({ key, held: 0, paged: 0, bound: null });
+export const ESTIMATE = 2 ** 50;
+
+export const newWin = (key: string | null): Win => ({ key, held: 0, paged: 0, bound: null, estimated: false });
 
 /** The job comes after the position in claim order. */
 export const after = (job: Position, p: Position): boolean => job.priority < p.priority || (job.priority === p.priority && job.id > p.id);

@@ -1,6 +1,8 @@
 // loadQueue — what a QueueActor is rebuilt from, without its ready backlog: the queue's settings, the jobs it
 // always holds (scheduled, processing — bounded by claims —, blocked workflow jobs; partial index jobs_held),
-// how many ready jobs wait per concurrency key (jobs_ready, jobs_ready_keys), and the ready jobs it must find
+// how many ready jobs wait per concurrency key (jobs_ready_keys: a key's lane must exist before claims, for
+// fairness), whether any ready job waits at all (the count of those without a key comes later, readyCount.ts:
+// counting a million rows took 0.5 s, which the first claim need not wait for), and the ready jobs it must find
 // without holding them (an expiry, a debounce key; jobs_ready_marks). The ready jobs themselves come page by
 // page in claim order (readyJobs.ts), so a queue of a million jobs is rebuilt from its head, not its whole.
 // Payloads stay in the store.
@@ -56,14 +58,16 @@ export interface ReadyMark {
 export interface QueueSnapshot {
   queue: QueueState | null;
   held: Omit<LiveJob, 'ver'>[];
-  /** Ready jobs in the store per concurrency key (null: no key). */
-  ready: Array<{ key: string | null; count: number }>;
+  /** Ready jobs in the store per concurrency key. */
+  ready: Array<{ key: string; count: number }>;
+  /** Some ready job waits in the store: the lane without a key may hold some (readyCount.ts counts them). */
+  anyReady: boolean;
   marks: ReadyMark[];
 }
 
 export async function loadQueue(store: Store, organizationId: string, name: string): Promise<QueueSnapshot> {
   const args = [organizationId, name];
-  const [queues, held, total, keyed, marks] = await Promise.all([
+  const [queues, held, any, keyed, marks] = await Promise.all([
     store.query(
       `SELECT paused, paused_reason, paused_at, max_retries, lease_duration_secs, concurrency_per_key, max_concurrency,
               rate_limit_jobs, rate_limit_per_seconds, created_at, updated_at
@@ -76,8 +80,8 @@ export async function loadQueue(store: Store, organizationId: string, name: stri
           AND (status IN ('scheduled', 'processing') OR (status = 'pending' AND NOT dependencies_met))`,
       args,
     ),
-    store.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM jobs WHERE organization_id = $1 AND queue_name = $2 AND status = 'pending' AND dependencies_met`,
+    store.query<{ any: boolean }>(
+      `SELECT EXISTS (SELECT 1 FROM jobs WHERE organization_id = $1 AND queue_name = $2 AND status = 'pending' AND dependencies_met) AS any`,
       args,
     ),
     store.query<{ key: string; n: number }>(
@@ -93,9 +97,6 @@ export async function loadQueue(store: Store, organizationId: string, name: stri
       args,
     ),
   ]);
-  const ready: QueueSnapshot['ready'] = keyed.map((k) => ({ key: k.key, count: k.n }));
-  const unkeyed = total[0]!.n - ready.reduce((s, k) => s + k.count, 0);
-  if (unkeyed > 0) ready.push({ key: null, count: unkeyed });
   const q = queues[0];
   const queue: QueueState | null = q
     ? {
@@ -114,7 +115,8 @@ export async function loadQueue(store: Store, organizationId: string, name: stri
   return {
     queue,
     held: held.map(liveJob),
-    ready,
+    ready: keyed.map((k) => ({ key: k.key, count: k.n })),
+    anyReady: any[0]!.any === true,
     marks: marks.map((m) => ({
       id: m.id as string,
       concurrency_key: m.concurrency_key as string | null,
