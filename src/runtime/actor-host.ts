@@ -447,6 +447,8 @@ export class ActorHost {
       slot.tick = false;
       this.tickActor(key, slot, actor);
     }
+    // What ran while it was suspended (a tick after an adoption) may have drained a window: filled first.
+    if (actor instanceof QueueActor) this.refillIfLow(key, actor);
     for (let i = 0; i < queued.length; i++) {
       if (this.actors.get(key) !== slot) {
         // Dropped meanwhile (a commit failed): the rest go through a rebuild, in order.
