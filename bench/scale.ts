@@ -137,7 +137,8 @@ export async function scale(ctx: Context): Promise<Row[]> {
       row(s, 'claim → complete jobs/s', fmt(p.claim), 'flat within 20%', p === base ? null : p.claim >= base.claim * 0.8);
     }
 
-    // --- a growing backlog in one queue ---
+    // --- a growing backlog in one queue (the many queues' jobs gone, so that each restart rebuilds only it) ---
+    await db.query(`DELETE FROM jobs WHERE organization_id = $1 AND queue_name ~ '^scale-[0-9]+-'`, [org]);
     const big = 'scale-big';
     const neighbour = sameThread(org, big, threads);
     await db.query(`INSERT INTO queues (organization_id, name, created_at, updated_at) VALUES ($1, $2, now(), now()), ($1, $3, now(), now())`, [org, big, neighbour]);

@@ -87,6 +87,8 @@ type Slot = Live | { loading: Ask[] };
 
 /** Rows read per statement when a window is filled: a slice, then a turn for the thread's other actors. */
 const FILL_SLICE = 1_000;
+/** Queues a thread rebuilds at once at boot or when it takes shards over. */
+const BOOT_LOADS = 4;
 
 interface Wake {
   at: number;
@@ -190,17 +192,23 @@ export class ActorHost {
   private async loadLive(wanted: (shard: number) => boolean): Promise<void> {
     this.rebuilt(+1);
     try {
-      const loads: Promise<void>[] = [];
-      for (const q of await liveQueues(this.o.store)) {
-        const key = actorKey(q.organization_id, q.queue_name);
-        const shard = this.shardOfKey(key);
-        if (threadOf(shard, this.o.threads) === this.o.index && wanted(shard) && this.serves(shard) && !this.actors.has(key)) {
-          loads.push(this.load(key, q.organization_id, q.queue_name, null));
+      const mine = (await liveQueues(this.o.store)).filter((q) => {
+        const shard = this.shardOfKey(actorKey(q.organization_id, q.queue_name));
+        return threadOf(shard, this.o.threads) === this.o.index && wanted(shard);
+      });
+      // A few at a time: ten thousand queues loading at once queued their statements past the pool's wait limit
+      // (503s, rebuilds again). A request for a queue not reached yet loads it at once, as any first use does.
+      let next = 0;
+      const loader = async (): Promise<void> => {
+        while (next < mine.length) {
+          const q = mine[next++]!;
+          const key = actorKey(q.organization_id, q.queue_name);
+          if (this.serves(this.shardOfKey(key)) && !this.actors.has(key)) await this.load(key, q.organization_id, q.queue_name, null);
         }
-      }
+      };
       // Not awaited by boot: the thread serves (other queues, and these once loaded) while they load.
       this.rebuilt(+1);
-      void Promise.allSettled(loads).then(() => this.rebuilt(-1));
+      void Promise.allSettled(Array.from({ length: BOOT_LOADS }, loader)).then(() => this.rebuilt(-1));
     } finally {
       this.rebuilt(-1);
     }
