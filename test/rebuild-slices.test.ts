@@ -116,7 +116,7 @@ describe('rebuilding a large queue', () => {
     assert.equal(claimed.jobs[0]?.id, '00000000-0000-7000-8000-000000000001', 'the head of the backlog');
     const first = log.indexOf('slice');
     const last = log.lastIndexOf('slice');
-    // The window is filled past half its size before the first message runs: several slices of 1,000.
+    // The window is filled past half its size before the first message runs: several slices of 500.
     assert.ok(log.filter((e) => e === 'slice').length >= 3, `read in slices: ${log.join(' ')}`);
     assert.ok(log.slice(first, last).includes('small'), `the other queue answered between slices: ${log.join(' ')}`);
   });

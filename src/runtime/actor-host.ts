@@ -86,7 +86,7 @@ interface Live {
 type Slot = Live | { loading: Ask[] };
 
 /** Rows read per statement when a window is filled: a slice, then a turn for the thread's other actors. */
-const FILL_SLICE = 1_000;
+const FILL_SLICE = 500;
 /** Queues a thread rebuilds at once at boot or when it takes shards over. */
 const BOOT_LOADS = 4;
 
@@ -577,9 +577,10 @@ export class ActorHost {
       return new OrgActor(organizationId, config.planOverrides, snapshot);
     }
     // Its ready jobs come after, page by page (load → fill).
-    const snapshot = await loadQueue(store, organizationId, queueName);
+    const snapshot = await loadQueue(store, organizationId, queueName, config.queueWindow);
     const actor = new QueueActor(organizationId, queueName, this.settings, snapshot.queue, snapshot.held, clock.now());
-    actor.page(snapshot.ready, snapshot.marks, snapshot.anyReady ? 'unknown' : 'none');
+    const ready = snapshot.unkeyed !== null ? [...snapshot.ready, { key: null, count: snapshot.unkeyed }] : snapshot.ready;
+    actor.page(ready, snapshot.marks, snapshot.unkeyed === null ? 'unknown' : 'none');
     return actor;
   }
 

@@ -1,9 +1,9 @@
 // loadQueue — what a QueueActor is rebuilt from, without its ready backlog: the queue's settings, the jobs it
 // always holds (scheduled, processing — bounded by claims —, blocked workflow jobs; partial index jobs_held),
 // how many ready jobs wait per concurrency key (jobs_ready_keys: a key's lane must exist before claims, for
-// fairness), whether any ready job waits at all (the count of those without a key comes later, readyCount.ts:
-// counting a million rows took 0.5 s, which the first claim need not wait for), and the ready jobs it must find
-// without holding them (an expiry, a debounce key; jobs_ready_marks). The ready jobs themselves come page by
+// fairness), how many ready jobs wait in all up to `cap` (a large backlog's count of jobs without a key comes
+// later, readyCount.ts: counting a million rows took 0.5 s, which the first claim need not wait for), and the
+// ready jobs it must find without holding them (an expiry, a debounce key; jobs_ready_marks). The ready jobs themselves come page by
 // page in claim order (readyJobs.ts), so a queue of a million jobs is rebuilt from its head, not its whole.
 // Payloads stay in the store.
 import type { LiveJob } from '../../../actors/queue/queue-actor.js';
@@ -60,14 +60,14 @@ export interface QueueSnapshot {
   held: Omit<LiveJob, 'ver'>[];
   /** Ready jobs in the store per concurrency key. */
   ready: Array<{ key: string; count: number }>;
-  /** Some ready job waits in the store: the lane without a key may hold some (readyCount.ts counts them). */
-  anyReady: boolean;
+  /** Ready jobs without a key; null: more than the cap wait in all, those without a key are counted later. */
+  unkeyed: number | null;
   marks: ReadyMark[];
 }
 
-export async function loadQueue(store: Store, organizationId: string, name: string): Promise<QueueSnapshot> {
+export async function loadQueue(store: Store, organizationId: string, name: string, cap: number): Promise<QueueSnapshot> {
   const args = [organizationId, name];
-  const [queues, held, any, keyed, marks] = await Promise.all([
+  const [queues, held, capped, keyed, marks] = await Promise.all([
     store.query(
       `SELECT paused, paused_reason, paused_at, max_retries, lease_duration_secs, concurrency_per_key, max_concurrency,
               rate_limit_jobs, rate_limit_per_seconds, created_at, updated_at
@@ -80,9 +80,10 @@ export async function loadQueue(store: Store, organizationId: string, name: stri
           AND (status IN ('scheduled', 'processing') OR (status = 'pending' AND NOT dependencies_met))`,
       args,
     ),
-    store.query<{ any: boolean }>(
-      `SELECT EXISTS (SELECT 1 FROM jobs WHERE organization_id = $1 AND queue_name = $2 AND status = 'pending' AND dependencies_met) AS any`,
-      args,
+    store.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM (
+         SELECT 1 FROM jobs WHERE organization_id = $1 AND queue_name = $2 AND status = 'pending' AND dependencies_met LIMIT $3) t`,
+      [organizationId, name, cap + 1],
     ),
     store.query<{ key: string; n: number }>(
       `SELECT concurrency_key AS key, count(*)::int AS n FROM jobs
@@ -116,7 +117,7 @@ export async function loadQueue(store: Store, organizationId: string, name: stri
     queue,
     held: held.map(liveJob),
     ready: keyed.map((k) => ({ key: k.key, count: k.n })),
-    anyReady: any[0]!.any === true,
+    unkeyed: capped[0]!.n > cap ? null : capped[0]!.n - keyed.reduce((sum, k) => sum + k.n, 0),
     marks: marks.map((m) => ({
       id: m.id as string,
       concurrency_key: m.concurrency_key as string | null,
