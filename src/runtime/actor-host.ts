@@ -409,7 +409,7 @@ export class ActorHost {
           }
           // Its window is read before any message runs; leases that ran out while nobody owned the queue are given
           // up once it is (the resume's tick).
-          return this.suspend(key, live, () => (actor instanceof QueueActor ? this.fill(key, live, actor) : Promise.resolve()));
+          return this.suspend(key, live, () => (actor instanceof QueueActor ? this.fill(key, live, actor, false) : Promise.resolve()));
         },
         (err) => {
           if (this.actors.get(key) !== slot) return;
@@ -486,11 +486,14 @@ export class ActorHost {
   /**
    * Fills the actor's windows that ran low, slice by slice, each after a turn of the event loop: a queue of a
    * million jobs is rebuilt without holding the thread, and its head comes first. What it wrote is committed
-   * first, so the store has every job it paged out.
+   * first, so the store has every job it paged out. `full`: on until the windows are full (a refill: the next
+   * comes after half a window of claims); else until they are half full (a rebuild: its first message sooner; the
+   * refill that follows its first claim tops them up).
    */
-  private async fill(key: string, slot: Live, actor: QueueActor): Promise<void> {
+  private async fill(key: string, slot: Live, actor: QueueActor, full: boolean): Promise<void> {
     await this.committed(key);
-    for (let refills = actor.refills(FILL_SLICE); refills.length > 0; refills = actor.refills(FILL_SLICE)) {
+    const mode = full ? 'room' : 'due';
+    for (let refills = actor.refills(FILL_SLICE); refills.length > 0; refills = actor.refills(FILL_SLICE, mode)) {
       const pages = await this.readPages(actor, refills);
       if (this.actors.get(key) !== slot) return;
       this.run(key, actor, () => {
@@ -551,7 +554,7 @@ export class ActorHost {
     const slot = this.actors.get(key);
     if (!slot || !('actor' in slot) || slot.actor !== actor || slot.busy) return;
     if (actor.refills(FILL_SLICE).length === 0) return;
-    void this.suspend(key, slot, () => this.fill(key, slot, actor));
+    void this.suspend(key, slot, () => this.fill(key, slot, actor, true));
   }
 
   /** The actor's timer: paged-out jobs whose expiry came are read back first, then everything due fires. */

@@ -437,21 +437,25 @@ export class QueueActor {
   }
 
   /**
-   * What to read when a window ran below half its size while jobs wait in the store: then every window with room
-   * is topped up at once (lanes run low together as keys take turns: one read for all of them, not one each), at
-   * most `slice` rows a window (the host reads in slices so that no other actor of the thread waits long).
+   * What to read: `due`, only when a window ran below half its size while jobs wait in the store, and then every
+   * window with room is topped up at once (lanes run low together as keys take turns: one read for all of them,
+   * not one each); `room`, every window with room (a refill goes on until the windows are full, so the next one
+   * comes after half a window of claims, not after one). At most `slice` rows a window (the host reads in slices so
+   * that no other actor of the thread waits long).
    */
-  refills(slice: number): Refill[] {
+  refills(slice: number, mode: 'due' | 'room' = 'due'): Refill[] {
     const cap = this.cap();
-    let due = false;
-    for (const w of this.low) {
-      if (w.paged > 0 && w.held < Math.ceil(cap / 2)) {
-        due = true;
-        break;
+    if (mode === 'due') {
+      let due = false;
+      for (const w of this.low) {
+        if (w.paged > 0 && w.held < Math.ceil(cap / 2)) {
+          due = true;
+          break;
+        }
+        this.low.delete(w);
       }
-      this.low.delete(w);
+      if (!due) return [];
     }
-    if (!due) return [];
     const out: Refill[] = [];
     for (const w of this.windows()) {
       if (w.paged <= 0 || w.held >= cap) continue;
