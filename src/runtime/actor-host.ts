@@ -197,7 +197,7 @@ export class ActorHost {
         return threadOf(shard, this.o.threads) === this.o.index && wanted(shard);
       });
       // A few at a time: ten thousand queues loading at once queued their statements past the pool's wait limit
-      // (503s, rebuilds again). A request for a queue not reached yet loads it at once, as any first use does.
+      // (503s, rebuilds again). A request for a queue not reached yet loads it at once, like every first use.
       let next = 0;
       const loader = async (): Promise<void> => {
         while (next < mine.length) {
