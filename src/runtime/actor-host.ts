@@ -127,7 +127,7 @@ export class ActorHost {
   private timerAt = Infinity;
   /** The shards served here, by epoch; null: every shard, unfenced (no node id). */
   private owned: Map<number, string> | null;
-  /** Reads in flight for suspended actors (a manual clock's tick waits for them). */
+  /** Reads in flight for actors: rebuilds, fills, adoptions (a manual clock's tick waits for them). */
   private readonly works = new Set<Promise<void>>();
   /** Rebuilds of the queues this thread serves (boot, shards taken over) in flight: the node is not ready meanwhile. */
   private rebuilding = 0;
@@ -189,7 +189,12 @@ export class ActorHost {
    * Loads every queue of the given shards that has live jobs, so that their timers (lease expiries, delayed
    * jobs) run without waiting for a message: at boot, and when this node takes a shard over.
    */
-  private async loadLive(wanted: (shard: number) => boolean): Promise<void> {
+  private loadLive(wanted: (shard: number) => boolean): Promise<void> {
+    // A manual clock's tick waits for the rebuild, as for any read in flight (`quiet`).
+    return this.track(this.rebuildLive(wanted));
+  }
+
+  private async rebuildLive(wanted: (shard: number) => boolean): Promise<void> {
     this.rebuilt(+1);
     try {
       const mine = (await liveQueues(this.o.store)).filter((q) => {
@@ -208,7 +213,7 @@ export class ActorHost {
       };
       // Not awaited by boot: the thread serves (other queues, and these once loaded) while they load.
       this.rebuilt(+1);
-      void Promise.allSettled(Array.from({ length: BOOT_LOADS }, loader)).then(() => this.rebuilt(-1));
+      void this.track(Promise.allSettled(Array.from({ length: BOOT_LOADS }, loader)).then(() => this.rebuilt(-1)));
     } finally {
       this.rebuilt(-1);
     }
@@ -392,7 +397,7 @@ export class ActorHost {
     const pending: Ask[] = first ? [first] : [];
     const slot: Slot = { loading: pending };
     this.actors.set(key, slot);
-    return (this.settling.get(key) ?? Promise.resolve())
+    return this.track((this.settling.get(key) ?? Promise.resolve())
       .then(() => this.build(organizationId, queueName))
       .then(
         (actor) => {
@@ -418,7 +423,15 @@ export class ActorHost {
             this.fail(m.id, err instanceof AppError ? err : new AppError('UNAVAILABLE', `could not load ${key}: ${(err as Error).message}`));
           }
         },
-      );
+      ));
+  }
+
+  /** Keeps a read for actors in `works` while it runs (a manual clock's tick waits for them: `quiet`). */
+  private track<T>(p: Promise<T>): Promise<T> {
+    const done = p.then(() => undefined, () => undefined);
+    this.works.add(done);
+    void done.then(() => this.works.delete(done));
+    return p;
   }
 
   /**
@@ -442,9 +455,7 @@ export class ActorHost {
         for (const m of waiting) this.fail(m.id, e);
       },
     );
-    this.works.add(done);
-    void done.finally(() => this.works.delete(done));
-    return done;
+    return this.track(done);
   }
 
   private resume(key: string, slot: Live): void {
