@@ -37,6 +37,8 @@ export interface Context {
   url: string;
   key: string;
   server: ServerProcess;
+  /** The scenario's own database (scale fills it with SQL and restarts the node on it). */
+  databaseUrl: string;
   /** A fresh meter on the server and its database; mark() it where the measured window starts. */
   meter(): Meter;
   log(msg: string): void;
@@ -151,8 +153,9 @@ const UNLIMITED_FREE_PLAN: Record<string, string> = Object.fromEntries(
  * (`node dist/main.js`, what production runs; `make build` first). The caller's environment passes through
  * (ACTOR_THREADS, PG_POOL_SIZE…), and BENCH_CPU_PROF=<dir> adds --cpu-prof for every thread of the node.
  */
-export async function startServer(databaseUrl: string): Promise<ServerProcess> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
+export async function startServer(databaseUrl: string, reuse: { dataDir: string } | null = null): Promise<ServerProcess> {
+  // A restart (scale) reuses the data directory of the node it replaces: its default key and JWT secret.
+  const dataDir = reuse?.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-'));
   const compiled = process.env.BENCH_COMPILED === '1';
   if (compiled && !fs.existsSync(path.join(SERVER_ROOT, 'dist/main.js'))) throw new Error(`BENCH_COMPILED=1: no ${SERVER_ROOT}/dist/main.js (run make build)`);
   const args = compiled ? [] : ['--import', 'tsx'];
@@ -194,13 +197,19 @@ export async function startServer(databaseUrl: string): Promise<ServerProcess> {
     });
   }).catch((err: unknown) => {
     orphanGuard();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    if (!reuse) fs.rmSync(dataDir, { recursive: true, force: true });
     throw err;
   });
   // Later output (warnings, commit failures) goes to our stderr so a run that misbehaves says why.
   child.stdout!.on('data', (b: Buffer) => process.stderr.write(`[server] ${b}`));
   child.stderr!.on('data', (b: Buffer) => process.stderr.write(`[server] ${b}`));
-  const key = fs.readFileSync(path.join(dataDir, 'default-api-key'), 'utf8').trim();
+  let key: string;
+  try {
+    key = fs.readFileSync(path.join(dataDir, 'default-api-key'), 'utf8').trim();
+  } catch (err) {
+    orphanGuard();
+    throw err;
+  }
   let stopped: Promise<void> | null = null;
   return {
     child,
@@ -218,7 +227,7 @@ export async function startServer(databaseUrl: string): Promise<ServerProcess> {
           await exited;
           clearTimeout(killer);
         }
-        fs.rmSync(dataDir, { recursive: true, force: true });
+        if (!reuse) fs.rmSync(dataDir, { recursive: true, force: true });
       })()),
   };
 }

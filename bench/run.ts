@@ -1,6 +1,6 @@
 // `make bench`: runs the load scenarios against a Sluice node on PostgreSQL and prints a markdown table.
 //
-//   node --import tsx bench/run.ts [enqueue|enqueueBatch|cycle|cycle10|cycleAck|cycleKeys|e2e|claim ...]   (default: all, in this order)
+//   node --import tsx bench/run.ts [enqueue|enqueueBatch|cycle|cycle10|cycleAck|cycleKeys|e2e|claim|scale ...]   (default: all, in this order)
 //
 // Each scenario gets a fresh database and a fresh node in a child process, so one scenario's leftover
 // jobs (scenario 1 leaves ~100k pending) do not slow the next. Environment: BENCH_SECONDS (measured
@@ -16,10 +16,11 @@ import pg from 'pg';
 import { claimLatency } from './claim-latency.js';
 import { cycle, cycle10, cycleAck, cycleKeys } from './cycle.js';
 import { e2e } from './e2e.js';
+import { scale } from './scale.js';
 import { enqueue, enqueueBatch } from './enqueue.js';
 import { freshDatabase, Meter, otherLoad, SERVER_ROOT, startServer, type Row, type Scenario } from './lib.js';
 
-const SCENARIOS: Record<string, Scenario> = { enqueue, enqueueBatch, cycle, cycle10, cycleAck, cycleKeys, e2e, claim: claimLatency };
+const SCENARIOS: Record<string, Scenario> = { enqueue, enqueueBatch, cycle, cycle10, cycleAck, cycleKeys, e2e, claim: claimLatency, scale };
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -76,7 +77,7 @@ async function runOne(name: string, scenario: Scenario): Promise<Row[]> {
     log(`${name}: node at ${server.url} (pid ${server.pid})`);
     await waitForQuiet(name, server.pid, db.name);
     const s = server;
-    return await scenario({ url: s.url, key: s.key, server: s, meter: () => new Meter(s.pid, monitor, db.name), log });
+    return await scenario({ url: s.url, key: s.key, server: s, databaseUrl: db.url, meter: () => new Meter(s.pid, monitor, db.name), log });
   } finally {
     const c = cleanup;
     cleanup = null;

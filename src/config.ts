@@ -24,6 +24,11 @@ export interface Config {
   readonly pgPoolSize: number;
   /** Group commits each actor thread keeps in flight at once (1: one at a time). */
   readonly commitPipeline: number;
+  /**
+   * Ready jobs a queue actor holds in memory, the head of its claim order; the rest of the backlog stays in the
+   * store and is read back page by page as claims drain the window (docs/architecture.md, "Paging").
+   */
+  readonly queueWindow: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** text: one human line per event; json: one JSON object per line (log shippers). */
   readonly logFormat: 'text' | 'json';
@@ -131,6 +136,7 @@ export function loadConfig(env: Env = process.env): Config {
     defaultTimeoutSeconds: int('DEFAULT_TIMEOUT_SECONDS', 300, 5, 3600),
     pgPoolSize: int('PG_POOL_SIZE', 4, 2, 100),
     commitPipeline: int('COMMIT_PIPELINE', 2, 1, 8),
+    queueWindow: int('QUEUE_WINDOW', 10_000, 10, 10_000_000),
     logLevel: oneOf('LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
     logFormat: oneOf('LOG_FORMAT', 'text', ['text', 'json'] as const),
     jwtSecret: env.JWT_SECRET ? env.JWT_SECRET : null,

@@ -178,8 +178,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
     const c = (cluster = new Cluster({ config, store, log }));
-    pool = new ActorPool(config, clock, setup.makeLink, c.nodeId);
-    await pool.start();
+    const actors = (pool = new ActorPool(config, clock, setup.makeLink, c.nodeId));
+    await actors.start();
     await c.start(pool);
     const tokens = new Tokens(
       loadJwtSecret(config, (m) => log.info(m)),
@@ -243,7 +243,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     new EventFanOut(c, events, streams).start();
     const queueStats = (stats = new QueueStatsFeed(app.jobs, events, clock, streams, log));
     const router = new Router().add(
-      ...healthRoutes(store),
+      ...healthRoutes(store, () => actors.loaded),
       ...jobRoutes(app),
       ...jobQueryRoutes(app),
       ...dlqRoutes(app),

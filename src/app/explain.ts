@@ -4,6 +4,7 @@
 // organization's active jobs. Reasons are listed in docs/flow-control.md.
 import type { ExplainFacts } from '../actors/queue/queue-actor.js';
 import { notFound } from '../errors.js';
+import { readyAhead } from '../io/db/sql/readyAhead.js';
 import { getJob } from '../io/db/sql/getJob.js';
 import { jobDependencies } from '../io/db/sql/jobDependencies.js';
 import { queueWorkers } from '../io/db/sql/queueWorkers.js';
@@ -40,6 +41,8 @@ export async function explainJob(s: AppContext, org: string, id: string): Promis
     live ? s.actors.ask(org, queue, 'explain', { id }) : Promise.resolve<ExplainFacts>({ live: false }),
     s.quotas.usage(org),
   ]);
+  // A job paged out of its actor's window: the jobs ahead of it are counted in the store.
+  if (facts.live && facts.paged) facts.ahead = await readyAhead(s.store, org, queue, facts.priority, id);
   if (facts.live && facts.status !== 'processing') {
     if (facts.paused) {
       reasons.push({ reason: 'queue_paused', message: `The queue '${queue}' is paused`, since: isoOf(facts.paused_at), paused_reason: facts.paused_reason });

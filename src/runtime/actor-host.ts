@@ -6,6 +6,13 @@
 // queue with live jobs. When a commit fails, the actors it touched are dropped: the next message rebuilds them
 // from what the store really holds.
 //
+// Bounded queue actors (QUEUE_WINDOW, src/actors/queue/window.ts): a queue actor holds the head of its ready jobs.
+// The host reads for it, with the actor's own messages waiting in order meanwhile (suspended) and every other
+// actor of the thread served as usual: its window at rebuild and whenever a window runs below half (`fill`, in
+// slices of FILL_SLICE rows with a turn of the event loop between them, after the actor's writes are
+// committed), and the paged-out jobs a request names or whose expiry came (`adopt`, before the request runs).
+// Nothing else runs on the actor in between, so what it reads is what it left in the store.
+//
 // Shards: a host serves the shards of its node that map to its thread (`threadOf`), under the epochs the node
 // holds them by. A message for any other shard is answered SHARD_MOVED (its sender sends it to the owner), and
 // every group commit carries the epochs of the shards it writes: a commit of a shard another node took over writes
@@ -33,6 +40,12 @@ import { commitBatch, FencedError, type Fence } from '../io/db/sql/commitBatch.j
 import { liveQueues } from '../io/db/sql/liveQueues.js';
 import { loadOrganization } from '../io/db/sql/loadOrganization.js';
 import { loadQueue } from '../io/db/sql/loadQueue.js';
+import { readyCount } from '../io/db/sql/readyCount.js';
+import { readyJobs } from '../io/db/sql/readyJobs.js';
+import { readyJobsById } from '../io/db/sql/readyJobsById.js';
+import { readyJobsByKey } from '../io/db/sql/readyJobsByKey.js';
+import type { Refill } from '../actors/queue/window.js';
+import type { LiveJob } from '../actors/queue/queue-actor.js';
 import { isDataFault } from '../io/db/faults.js';
 import { Journal, type Token } from './journal.js';
 import { ORG_ACTOR, type Ask, type CommitStats, type OrgAsk, type OrgOp, type OrgOps, type QueueAsk, type QueueOp, type QueueOps, type ThreadIn, type ThreadOut } from './protocol.js';
@@ -64,7 +77,23 @@ type QueueHandlers = {
 type OrgHandlers = { [K in OrgOp]: (actor: OrgActor, args: OrgOps[K]['args'], fx: Effects) => OrgOps[K]['reply'] };
 
 type Actor = QueueActor | OrgActor;
-type Slot = { actor: Actor } | { loading: Ask[] };
+/** A message waiting for its suspended actor; `adopted`: the jobs it names were read for it already. */
+interface Held {
+  m: Ask;
+  adopted: boolean;
+}
+/** `busy`: the host reads for the actor; its messages wait here, in order. `tick`: its timer came meanwhile. */
+interface Live {
+  actor: Actor;
+  busy: Held[] | null;
+  tick: boolean;
+}
+type Slot = Live | { loading: Ask[] };
+
+/** Rows read per statement when a window is filled: a slice, then a turn for the thread's other actors. */
+const FILL_SLICE = 500;
+/** Queues a thread rebuilds at once at boot or when it takes shards over. */
+const BOOT_LOADS = 4;
 
 interface Wake {
   at: number;
@@ -85,7 +114,7 @@ export class ActorHost {
   private readonly ids = new JobIds();
   private readonly journal: Journal;
   private readonly fx: Effects;
-  private readonly settings: { retryUnitMs: number; defaultMaxRetries: number; defaultTimeoutSeconds: number };
+  private readonly settings: { retryUnitMs: number; defaultMaxRetries: number; defaultTimeoutSeconds: number; window: number };
   /** The actor running now, and the request it runs for: its records, events and reply share the token. */
   private currentKey = '';
   private currentToken: Token = 0;
@@ -105,6 +134,10 @@ export class ActorHost {
   private timerAt = Infinity;
   /** The shards served here, by epoch; null: every shard, unfenced (no node id). */
   private owned: Map<number, string> | null;
+  /** Reads in flight for actors: rebuilds, fills, adoptions (a manual clock's tick waits for them). */
+  private readonly works = new Set<Promise<void>>();
+  /** Rebuilds of the queues this thread serves (boot, shards taken over) in flight: the node is not ready meanwhile. */
+  private rebuilding = 0;
 
   constructor(private readonly o: HostOptions) {
     const { clock, config } = o;
@@ -113,6 +146,7 @@ export class ActorHost {
       retryUnitMs: config.retryUnitMs,
       defaultMaxRetries: config.defaultMaxRetries,
       defaultTimeoutSeconds: config.defaultTimeoutSeconds,
+      window: config.queueWindow,
     };
     const ids = this.ids;
     const host = this;
@@ -158,20 +192,48 @@ export class ActorHost {
   /** A host serving every shard loads its queues with live jobs now; one of a cluster, when its shards come. */
   async boot(): Promise<void> {
     if (this.owned === null) await this.loadLive(() => true);
+    else this.send({ id: -4, ok: true, loading: false });
   }
 
   /**
    * Loads every queue of the given shards that has live jobs, so that their timers (lease expiries, delayed
    * jobs) run without waiting for a message: at boot, and when this node takes a shard over.
    */
-  private async loadLive(wanted: (shard: number) => boolean): Promise<void> {
-    for (const q of await liveQueues(this.o.store)) {
-      const key = actorKey(q.organization_id, q.queue_name);
-      const shard = this.shardOfKey(key);
-      if (threadOf(shard, this.o.threads) === this.o.index && wanted(shard) && this.serves(shard) && !this.actors.has(key)) {
-        this.load(key, q.organization_id, q.queue_name, null);
-      }
+  private loadLive(wanted: (shard: number) => boolean): Promise<void> {
+    // A manual clock's tick waits for the rebuild, as for any read in flight (`quiet`).
+    return this.track(this.rebuildLive(wanted));
+  }
+
+  private async rebuildLive(wanted: (shard: number) => boolean): Promise<void> {
+    this.rebuilt(+1);
+    try {
+      const mine = (await liveQueues(this.o.store)).filter((q) => {
+        const shard = this.shardOfKey(actorKey(q.organization_id, q.queue_name));
+        return threadOf(shard, this.o.threads) === this.o.index && wanted(shard);
+      });
+      // A few at a time: ten thousand queues loading at once queued their statements past the pool's wait limit
+      // (503s, rebuilds again). A request for a queue not reached yet loads it at once, like every first use.
+      let next = 0;
+      const loader = async (): Promise<void> => {
+        while (next < mine.length) {
+          const q = mine[next++]!;
+          const key = actorKey(q.organization_id, q.queue_name);
+          if (this.serves(this.shardOfKey(key)) && !this.actors.has(key)) await this.load(key, q.organization_id, q.queue_name, null);
+        }
+      };
+      // Not awaited by boot: the thread serves (other queues, and these once loaded) while they load.
+      this.rebuilt(+1);
+      void this.track(Promise.allSettled(Array.from({ length: BOOT_LOADS }, loader)).then(() => this.rebuilt(-1)));
+    } finally {
+      this.rebuilt(-1);
     }
+  }
+
+  /** Counts rebuilds in flight; the main thread hears when the thread starts and stops rebuilding. */
+  private rebuilt(delta: number): void {
+    const before = this.rebuilding;
+    this.rebuilding += delta;
+    if ((before === 0) !== (this.rebuilding === 0)) this.send({ id: -4, ok: true, loading: this.rebuilding > 0 });
   }
 
   private shardOfKey(key: string): number {
@@ -221,7 +283,7 @@ export class ActorHost {
       if (!shards.has(this.shardOfKey(key))) continue;
       this.actors.delete(key);
       if ('actor' in slot && slot.actor instanceof QueueActor) for (const w of slot.actor.drainWaiters()) w.respond(MOVED_CLAIM);
-      if ('loading' in slot) for (const m of slot.loading) this.fail(m.id, moved());
+      for (const m of this.waitingOn(slot)) this.fail(m.id, moved());
     }
   }
 
@@ -233,8 +295,14 @@ export class ActorHost {
           this.onAsk(m);
           break;
         case 'tick':
-          this.fireDue();
-          void this.journal.idle().then(() => this.ok(m.id, null));
+          // Reads in flight first (a window being filled, a job adopted): the tick sees the actors as they are after.
+          void this.quiet()
+            .then(() => {
+              this.fireDue();
+              return this.quiet();
+            })
+            .then(() => this.journal.idle())
+            .then(() => this.ok(m.id, null));
           break;
         case 'shards':
           this.setShards(m.epochs);
@@ -317,28 +385,50 @@ export class ActorHost {
     // Tells adjust counters of loaded actors only: an actor built from rows already counts every committed change
     // (and one being built may or may not: dropping the tell then errs on the side of a higher count).
     if (m.id === 0 && (!slot || 'loading' in slot)) return;
-    if (!slot) return this.load(key, m.org, m.t === 'org' ? ORG_ACTOR : m.queue, m);
+    if (!slot) {
+      void this.load(key, m.org, m.t === 'org' ? ORG_ACTOR : m.queue, m);
+      return;
+    }
     if ('loading' in slot) {
       slot.loading.push(m);
+      return;
+    }
+    if (slot.busy) {
+      slot.busy.push({ m, adopted: false });
       return;
     }
     this.dispatch(m, slot.actor);
   }
 
-  private load(key: string, organizationId: string, queueName: string, first: Ask | null): void {
+  /** The messages a slot holds back (loading, or suspended). */
+  private waitingOn(slot: Slot): Ask[] {
+    if ('loading' in slot) return slot.loading;
+    return slot.busy?.map((h) => h.m) ?? [];
+  }
+
+  /** Resolves once the actor serves (or could not be built): its window is filled and its messages dispatched. */
+  private load(key: string, organizationId: string, queueName: string, first: Ask | null): Promise<void> {
     const pending: Ask[] = first ? [first] : [];
     const slot: Slot = { loading: pending };
     this.actors.set(key, slot);
-    (this.settling.get(key) ?? Promise.resolve())
+    return this.track((this.settling.get(key) ?? Promise.resolve())
       .then(() => this.build(organizationId, queueName))
       .then(
         (actor) => {
           // Dropped while it loaded (its shard went to another node): its messages were answered then.
           if (this.actors.get(key) !== slot) return;
-          this.actors.set(key, { actor });
-          // Leases that ran out while nobody owned the queue are given up now.
-          if (actor instanceof QueueActor) this.run(key, actor, () => actor.tick(this.fx));
-          for (const m of pending) this.dispatch(m, actor);
+          const live: Live = { actor, busy: pending.map((m) => ({ m, adopted: false })), tick: true };
+          this.actors.set(key, live);
+          if (actor instanceof QueueActor && actor.estimating) {
+            // Counted meanwhile, not waited for: the count only makes the actor's bookkeeping exact.
+            readyCount(this.o.store, organizationId, queueName).then(
+              (n) => this.actors.get(key) === live && actor.counted(n),
+              (err: unknown) => console.error(`[actor-thread ${this.o.index}] could not count the ready jobs of ${key}:`, (err as Error)?.message ?? err),
+            );
+          }
+          // Its window is read before any message runs; leases that ran out while nobody owned the queue are given
+          // up once it is (the resume's tick).
+          return this.suspend(key, live, () => (actor instanceof QueueActor ? this.fill(key, live, actor, false) : Promise.resolve()));
         },
         (err) => {
           if (this.actors.get(key) !== slot) return;
@@ -347,7 +437,163 @@ export class ActorHost {
             this.fail(m.id, err instanceof AppError ? err : new AppError('UNAVAILABLE', `could not load ${key}: ${(err as Error).message}`));
           }
         },
-      );
+      ));
+  }
+
+  /** Keeps a read for actors in `works` while it runs (a manual clock's tick waits for them: `quiet`). */
+  private track<T>(p: Promise<T>): Promise<T> {
+    const done = p.then(() => undefined, () => undefined);
+    this.works.add(done);
+    void done.then(() => this.works.delete(done));
+    return p;
+  }
+
+  /**
+   * Holds the actor's messages back while `work` reads for it, then runs what came meanwhile, in order (a message
+   * may suspend the actor again: the rest wait on). A read that fails drops the actor (rebuilt at its next
+   * message) and its waiting messages answer 503.
+   */
+  private suspend(key: string, slot: Live, work: () => Promise<void>): Promise<void> {
+    slot.busy ??= [];
+    const done = work().then(
+      () => {
+        if (this.actors.get(key) === slot) this.resume(key, slot);
+      },
+      (err: unknown) => {
+        if (this.actors.get(key) !== slot) return;
+        console.error(`[actor-thread ${this.o.index}] could not read for ${key}; rebuilding it:`, (err as Error)?.message ?? err);
+        const waiting = this.waitingOn(slot);
+        slot.busy = null;
+        this.drop(new Set([key]));
+        const e = err instanceof AppError ? err : new AppError('UNAVAILABLE', 'The queue could not be read from the store; retry');
+        for (const m of waiting) this.fail(m.id, e);
+      },
+    );
+    return this.track(done);
+  }
+
+  private resume(key: string, slot: Live): void {
+    const queued = slot.busy ?? [];
+    slot.busy = null;
+    const actor = slot.actor;
+    if (slot.tick && actor instanceof QueueActor) {
+      slot.tick = false;
+      this.tickActor(key, slot, actor);
+    }
+    // What ran while it was suspended (a tick after an adoption) may have drained a window: filled first.
+    if (actor instanceof QueueActor) this.refillIfLow(key, actor);
+    for (let i = 0; i < queued.length; i++) {
+      if (this.actors.get(key) !== slot) {
+        // Dropped meanwhile (a commit failed): the rest go through a rebuild, in order.
+        for (const h of queued.slice(i)) this.onAsk(h.m);
+        return;
+      }
+      // A message may have suspended the actor again (TS cannot see dispatch set it).
+      const busy = slot.busy as Held[] | null;
+      if (busy) {
+        busy.push(...queued.slice(i));
+        return;
+      }
+      this.dispatch(queued[i]!.m, actor, queued[i]!.adopted);
+    }
+  }
+
+  /** Resolves once no read for a suspended actor is in flight. */
+  private async quiet(): Promise<void> {
+    while (this.works.size > 0) await Promise.allSettled([...this.works]);
+  }
+
+  /** Resolves once everything the actor wrote so far is committed (or failed: then it is dropped anyway). */
+  private committed(key: string): Promise<void> {
+    return new Promise((resolve, reject) => this.journal.after(key, { ok: () => resolve(), fail: reject }, 0));
+  }
+
+  /**
+   * Fills the actor's windows that ran low, slice by slice, each after a turn of the event loop: a queue of a
+   * million jobs is rebuilt without holding the thread, and its head comes first. What it wrote is committed
+   * first, so the store has every job it paged out. `full`: on until the windows are full (a refill: the next
+   * comes after half a window of claims); else until they are half full (a rebuild: its first message sooner; the
+   * refill that follows its first claim tops them up).
+   */
+  private async fill(key: string, slot: Live, actor: QueueActor, full: boolean): Promise<void> {
+    await this.committed(key);
+    const mode = full ? 'room' : 'due';
+    for (let refills = actor.refills(FILL_SLICE); refills.length > 0; refills = actor.refills(FILL_SLICE, mode)) {
+      const pages = await this.readPages(actor, refills);
+      if (this.actors.get(key) !== slot) return;
+      this.run(key, actor, () => {
+        refills.forEach((r, i) => actor.refilled(r, pages[i]!, this.fx));
+      });
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.actors.get(key) !== slot) return;
+    }
+  }
+
+  /** The rows of each refill, in claim order. */
+  private async readPages(actor: QueueActor, refills: Refill[]): Promise<Array<Omit<LiveJob, 'ver'>[]>> {
+    const { store } = this.o;
+    const org = actor.organizationId;
+    const name = actor.name;
+    const pages: Array<Omit<LiveJob, 'ver'>[]> = refills.map(() => []);
+    const keyed: number[] = [];
+    await Promise.all(
+      refills.map(async (r, i) => {
+        if (r.keyed && r.key !== null) keyed.push(i);
+        else pages[i] = await readyJobs(store, org, name, { key: r.keyed ? null : undefined, after: r.after, limit: r.limit });
+      }),
+    );
+    if (keyed.length > 0) {
+      const rows = await readyJobsByKey(store, org, name, keyed.map((i) => refills[i]!).map((r) => ({ key: r.key, after: r.after, limit: r.limit })));
+      const byKey = new Map(keyed.map((i) => [refills[i]!.key, pages[i]!]));
+      for (const row of rows) byKey.get(row.concurrency_key)?.push(row);
+      // One statement for many lanes: each lane's rows are put back in claim order.
+      for (const i of keyed) pages[i]!.sort((a, b) => (a.priority !== b.priority ? b.priority - a.priority : a.id < b.id ? -1 : 1));
+    }
+    return pages;
+  }
+
+  /** Reads the paged-out jobs a request names (or whose expiry came) and hands them to the actor. */
+  private async adopt(key: string, actor: QueueActor, ids: string[]): Promise<void> {
+    await this.committed(key);
+    actor.adopt(await readyJobsById(this.o.store, actor.organizationId, actor.name, ids));
+  }
+
+  /** The paged-out jobs a queue request names, which the actor must hold before it runs. */
+  private adoptionsFor(m: QueueAsk, actor: QueueActor): string[] {
+    switch (m.op) {
+      case 'cancel':
+      case 'priority':
+      case 'explain':
+        return actor.unheld([(m.args as QueueOps['cancel']['args']).id]);
+      case 'enqueue':
+        return actor.debouncedUnheld([m.args as QueueOps['enqueue']['args']]);
+      case 'enqueueMany':
+        return actor.debouncedUnheld((m.args as QueueOps['enqueueMany']['args']).inputs);
+      default:
+        return [];
+    }
+  }
+
+  /** A window ran low: filled before the actor's next message (a prefetch, so claims rarely wait for it). */
+  private refillIfLow(key: string, actor: QueueActor): void {
+    const slot = this.actors.get(key);
+    if (!slot || !('actor' in slot) || slot.actor !== actor || slot.busy) return;
+    if (actor.refills(FILL_SLICE).length === 0) return;
+    void this.suspend(key, slot, () => this.fill(key, slot, actor, true));
+  }
+
+  /** The actor's timer: paged-out jobs whose expiry came are read back first, then everything due fires. */
+  private tickActor(key: string, slot: Live, actor: QueueActor): void {
+    const due = actor.dueUnheld(this.o.clock.now());
+    if (due.length === 0) {
+      this.run(key, actor, () => actor.tick(this.fx));
+      return;
+    }
+    void this.suspend(key, slot, async () => {
+      await this.adopt(key, actor, due);
+      if (this.actors.get(key) !== slot) return;
+      this.run(key, actor, () => actor.tick(this.fx));
+    });
   }
 
   private async build(organizationId: string, queueName: string): Promise<Actor> {
@@ -358,8 +604,12 @@ export class ActorHost {
       this.send({ id: -1, ok: true, events: [{ type: 'org.loaded', organization_id: organizationId }] });
       return new OrgActor(organizationId, config.planOverrides, snapshot);
     }
-    const { queue, live } = await loadQueue(store, organizationId, queueName);
-    return new QueueActor(organizationId, queueName, this.settings, queue, live, clock.now());
+    // Its ready jobs come after, page by page (load → fill).
+    const snapshot = await loadQueue(store, organizationId, queueName, config.queueWindow);
+    const actor = new QueueActor(organizationId, queueName, this.settings, snapshot.queue, snapshot.held, clock.now());
+    const ready = snapshot.unkeyed !== null ? [...snapshot.ready, { key: null, count: snapshot.unkeyed }] : snapshot.ready;
+    actor.page(ready, snapshot.marks, snapshot.unkeyed === null ? 'unknown' : 'none');
+    return actor;
   }
 
   /** An actor whose write did not find the state it believed: rebuilt from rows at its next message. */
@@ -377,21 +627,25 @@ export class ActorHost {
   }
 
   private drop(keys: Set<string>): void {
+    const rerun: Ask[] = [];
     for (const key of keys) {
       const slot = this.actors.get(key);
       this.actors.delete(key);
       if (slot && 'actor' in slot && slot.actor instanceof QueueActor) {
         for (const w of slot.actor.drainWaiters()) w.respond(EMPTY_CLAIM);
       }
+      // Messages that waited for a suspended actor never ran: they run on the rebuilt one.
+      if (slot && 'actor' in slot) rerun.push(...this.waitingOn(slot));
       const settled = new Promise<void>((resolve) => this.journal.after(null, { ok: () => resolve(), fail: () => resolve() }, 0));
       this.settling.set(key, settled);
       void settled.then(() => {
         if (this.settling.get(key) === settled) this.settling.delete(key);
       });
     }
+    for (const m of rerun) this.onAsk(m);
   }
 
-  private dispatch(m: Ask, actor: Actor): void {
+  private dispatch(m: Ask, actor: Actor, adopted = false): void {
     if (m.t === 'org') {
       if (!(actor instanceof OrgActor)) return this.fail(m.id, new AppError('INTERNAL', 'not an organization actor'));
       this.currentKey = actorKey(m.org, ORG_ACTOR);
@@ -406,6 +660,15 @@ export class ActorHost {
     }
     if (!(actor instanceof QueueActor)) return this.fail(m.id, new AppError('INTERNAL', 'not a queue actor'));
     const key = actorKey(m.org, m.queue);
+    if (!adopted) {
+      const ids = this.adoptionsFor(m, actor);
+      const slot = this.actors.get(key);
+      if (ids.length > 0 && slot && 'actor' in slot && slot.actor === actor) {
+        slot.busy = [{ m, adopted: true }, ...(slot.busy ?? [])];
+        void this.suspend(key, slot, () => this.adopt(key, actor, ids));
+        return;
+      }
+    }
     const as = { key, actor };
     this.run(key, actor, () => {
       const token = this.currentToken;
@@ -500,9 +763,12 @@ export class ActorHost {
     try {
       return fn();
     } finally {
+      // Jobs adopted for this request go back to the store; a window it drained is filled before the next one.
+      actor.repage();
       this.arm(key, actor);
       this.currentKey = outerKey;
       this.currentToken = outerToken;
+      this.refillIfLow(key, actor);
     }
   }
 
@@ -530,7 +796,9 @@ export class ActorHost {
       const slot = this.actors.get(w.key);
       if (!slot || !('actor' in slot) || slot.actor !== w.actor) continue;
       if (this.armed.get(w.actor) === w.at) this.armed.delete(w.actor);
-      this.run(w.key, w.actor, () => w.actor.tick(this.fx));
+      // A suspended actor ticks when it resumes.
+      if (slot.busy) slot.tick = true;
+      else this.tickActor(w.key, slot, w.actor);
     }
     const next = this.wakes.peek();
     if (next && !this.o.clock.manual) {

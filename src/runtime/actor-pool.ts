@@ -25,6 +25,8 @@ interface Thread {
   pending: Map<number, Pending>;
   outbox: ThreadIn[];
   ready: Promise<void>;
+  /** The thread is rebuilding the queues of its shards (boot, a shard taken over). */
+  loading: boolean;
 }
 
 /** Makes a StoreLink for a new thread (a fresh pg pool, or a new port to the PGlite storage thread). */
@@ -112,6 +114,11 @@ export class ActorPool {
   }
 
   /** Subscribes to the threads' commit statistics (about once a second per busy thread). */
+  /** Every thread has rebuilt the queues it serves: the node can answer for all of them (/health/ready). */
+  get loaded(): boolean {
+    return this.threads.length > 0 && this.threads.every((t) => !t.loading);
+  }
+
   onStats(fn: (stats: CommitStats) => void): void {
     this.statsListeners.push(fn);
   }
@@ -208,6 +215,8 @@ export class ActorPool {
       worker,
       pending: new Map(),
       outbox: [],
+      // Until the thread says otherwise: it rebuilds its queues first.
+      loading: true,
       ready: new Promise<void>((resolve, reject) => (ready = { resolve, reject })),
     };
     t.ready.catch(() => {}); // awaited by start(); a later death must not become an unhandled rejection
@@ -223,6 +232,10 @@ export class ActorPool {
         }
         if ('fenced' in m) {
           for (const fn of this.fencedListeners) fn(m.fenced);
+          continue;
+        }
+        if ('loading' in m) {
+          t.loading = m.loading;
           continue;
         }
         if (m.id === 0) {

@@ -154,4 +154,9 @@ export type ThreadOut =
   | { id: -1; ok: true; events: DomainEvent[] }
   | { id: -2; ok: true; stats: CommitStats }
   /** A commit was fenced: another node holds one of these shards now (the main thread checks its leases at once). */
-  | { id: -3; ok: true; fenced: number[] };
+  | { id: -3; ok: true; fenced: number[] }
+  /**
+   * Whether the thread is rebuilding the queues it serves (at boot, or shards it took over): the node is not
+   * ready while one is (/health/ready).
+   */
+  | { id: -4; ok: true; loading: boolean };

@@ -1356,8 +1356,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Readiness probe: the store answers
-         * @description A 503 adds checks: {store: "failed"} to the error.
+         * Readiness probe: the store answers and the queues are loaded
+         * @description A 503 adds checks to the error: {store: "failed"}, or {store: "ok", actors: "loading"} while the queues are rebuilt.
          */
         get: operations["getReadiness"];
         put?: never;

@@ -7,10 +7,14 @@
 // round, not by its backlog. A lane at its key's concurrency limit leaves `order` (parked) and comes back when one
 // of its jobs stops processing, so it never blocks the lanes behind it.
 //
+// Each lane has its own window (window.ts): a bounded actor holds the head of every lane, and a lane whose held
+// jobs ran out while some are paged out is kept (it must be refilled before claims go on: `starved`).
+//
 // Entries are never removed in place (see heap.ts): a lane's entry in `order` carries the lane's version and the
 // head it was pushed with; a stale one is skipped, a head that moved is re-pushed when it surfaces.
 import { Heap } from '../heap.js';
 import type { Entry } from './queue-actor.js';
+import { newWin, type Win } from './window.js';
 
 export interface Lane {
   key: string | null;
@@ -23,6 +27,7 @@ export interface Lane {
   ver: number;
   /** An entry of the current version is in `order`. */
   queued: boolean;
+  win: Win;
 }
 
 interface LaneEntry {
@@ -43,8 +48,32 @@ export class KeyLanes {
   private readonly order = new Heap<LaneEntry>(laneOrder);
   private seq = 0;
 
-  /** `stale` says whether a ready entry no longer stands for a pending job (the actor's versions decide). */
-  constructor(private readonly stale: (e: Entry) => boolean) {}
+  /**
+   * `stale` says whether a ready entry no longer stands for a pending job (the actor's versions decide); `unkeyed`
+   * is the window the queue had before it used lanes, which becomes the window of the lane without a key.
+   */
+  constructor(
+    private readonly stale: (e: Entry) => boolean,
+    private unkeyed: Win | null = null,
+  ) {}
+
+  /** The window of the key's lane (the lane is made if needed). */
+  windowOf(key: string | null): Win {
+    return this.lane(key).win;
+  }
+
+  /** The ready heap of the key's lane (its window is trimmed there). */
+  heapOf(key: string | null): Heap<Entry> {
+    return this.lane(key).ready;
+  }
+
+  /** Every lane's window. */
+  windows(): IterableIterator<Win> {
+    const it = this.lanes.values();
+    return (function* () {
+      for (const lane of it) yield lane.win;
+    })();
+  }
 
   push(e: Entry, limit: number | null): void {
     const lane = this.lane(e.job.concurrency_key);
@@ -140,14 +169,16 @@ export class KeyLanes {
 
   /** A lane with nothing ready and nothing processing is forgotten: keys come and go without growing memory. */
   private drop(lane: Lane): void {
-    if (lane.processing <= 0 && this.head(lane) === undefined) this.lanes.delete(lane.key);
+    if (lane.processing <= 0 && lane.win.paged === 0 && this.head(lane) === undefined) this.lanes.delete(lane.key);
   }
 
   private lane(key: string | null): Lane {
     let lane = this.lanes.get(key);
     if (!lane) {
       // A new key joins the rotation behind every key already served.
-      lane = { key, ready: new Heap<Entry>(readyOrder), processing: 0, turn: this.seq, ver: 0, queued: false };
+      let win = newWin(key);
+      if (key === null && this.unkeyed !== null) [win, this.unkeyed] = [this.unkeyed, null];
+      lane = { key, ready: new Heap<Entry>(readyOrder), processing: 0, turn: this.seq, ver: 0, queued: false, win };
       this.lanes.set(key, lane);
     }
     return lane;

@@ -43,6 +43,13 @@
 //   explain    any → what holds a live job here now (paused, scheduled, blocked, key or queue at its limit,
 //              rate limited, jobs ahead of it, last claim); no change
 //
+// Bounded memory (settings.window, QUEUE_WINDOW): of its ready jobs the actor holds only the head of the claim
+// order, per lane when it uses keys (window.ts). A ready job after the window's bound is written but not held
+// (paged out); `refills` says when a window runs low and what to read, `refilled` takes the rows. A request that
+// names a paged-out job (cancel, priority, explain, a debounce key, an expiry) is preceded by `adopt`, which
+// holds it for that one request (pinned: held, not claimable out of order); `repage` lets it go again after.
+// The host runs both around the requests, with the actor's other messages waiting (actor-host.ts).
+//
 // Heap entries are never removed in place: each job carries a version, bumped on every transition, and an
 // entry whose version is old is skipped when it surfaces.
 import { AppError, type WireError } from '../../errors.js';
@@ -51,6 +58,7 @@ import { leaseId as newLeaseId } from '../ids.js';
 import type { CommitOutput, DomainEvent, Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, Progress, QueueState, Reply } from '../records.js';
 import { KeyLanes } from './key-lanes.js';
 import { RateWindow } from '../rate-window.js';
+import { after, ESTIMATE, START, newWin, type Refill, type Win } from './window.js';
 
 /** A queue's rate limit: at most `jobs` handed out in any `per_seconds`. */
 export interface QueueRateLimit {
@@ -65,7 +73,12 @@ export interface QueueSettings {
   retryUnitMs: number;
   defaultMaxRetries: number;
   defaultTimeoutSeconds: number;
+  /** Ready jobs held per queue (QUEUE_WINDOW); the rest stay in the store. Absent: every ready job is held. */
+  window?: number;
 }
+
+/** A lane's window is this share of the queue's, and never smaller than this many jobs. */
+const LANE_MIN = 8;
 
 type LiveStatus = 'provisional' | 'pending' | 'scheduled' | 'processing';
 
@@ -100,6 +113,10 @@ export interface LiveJob {
   /** Not started (claimed) by this instant, the job is cancelled as expired; absent or null: never. */
   expires_at?: number | null;
   ver: number;
+  /** The window counting this job among its held ready jobs (null: not held ready). */
+  win?: Win | null;
+  /** A paged-out job held for the one request that named it (see adopt). */
+  pinned?: boolean;
 }
 
 export interface Entry {
@@ -240,6 +257,11 @@ export type ExplainFacts =
       rate_next_slot: number | null;
       /** Claimable jobs that a claim takes before this one (higher priority, or equal and older). */
       ahead: number;
+      /**
+       * The job is paged out of the actor's window: `ahead` counts only the held jobs, and the caller adds the
+       * paged-out ones before it (the store knows them).
+       */
+      paged: boolean;
       last_claim_at: number | null;
       loaded_at: number;
     };
@@ -300,6 +322,17 @@ export class QueueActor {
   private readonly debounces = new Map<string, LiveJob>();
   private waiters: Waiter[] = [];
   private queue: QueueState | null;
+  /** The window of the ready jobs while the queue uses no lanes (then the window of the lane without a key). */
+  private readonly win: Win = newWin(null);
+  /** Paged-out jobs that never ran, by debounce key: a new job of the key takes the payload of that one. */
+  private readonly pagedDebounces = new Map<string, string>();
+  /** Paged-out jobs with an expiry (id, instant): the timer adopts them when it comes. */
+  private readonly pagedExpiries = new Heap<{ id: string; at: number }>((a, b) => a.at < b.at);
+  /** Jobs adopted for the request running now (see adopt). */
+  private pinned: LiveJob[] = [];
+  /** Windows that may have run low (below half) or out (none held) while jobs wait in the store; pruned lazily. */
+  private readonly low = new Set<Win>();
+  private readonly starved = new Set<Win>();
   /**
    * A write this actor made did not find the row in the state it believed (a claim of a row that was not pending):
    * its memory no longer matches the store, and its host rebuilds it from rows. Fencing makes this unreachable;
@@ -336,6 +369,191 @@ export class QueueActor {
 
   get waiting(): number {
     return this.waiters.length;
+  }
+
+  // --- the window (window.ts) ---
+
+  /**
+   * A rebuilt actor learns what its store holds beyond the jobs it was built with: the ready jobs per key, all
+   * paged out until `refilled` brings their head in, and the ready jobs it must find without holding them.
+   * `unkeyed` null: ready jobs without a key may wait, their count comes later (`counted`).
+   */
+  page(
+    ready: Array<{ key: string | null; count: number }>,
+    marks: Array<{ id: string; expires_at: number | null; debounce_key: string | null }>,
+    unkeyed: 'unknown' | 'none' = 'none',
+  ): void {
+    if (ready.some((r) => r.key !== null && r.count > 0)) this.useLanes();
+    for (const { key, count } of ready) {
+      if (count <= 0) continue;
+      const w = this.windowOf(key);
+      w.paged += count;
+      w.bound = START;
+      this.note(w);
+    }
+    if (unkeyed === 'unknown') {
+      const w = this.windowOf(null);
+      w.paged += ESTIMATE;
+      w.estimated = true;
+      w.bound = START;
+      this.note(w);
+    }
+    for (const m of marks) {
+      if (this.jobs.has(m.id)) continue;
+      if (m.expires_at !== null) this.pagedExpiries.push({ id: m.id, at: m.expires_at });
+      if (m.debounce_key !== null) this.pagedDebounces.set(m.debounce_key, m.id);
+    }
+  }
+
+  /** The count of ready jobs without a key a rebuild read after its window: `paged` becomes exact. */
+  counted(n: number): void {
+    const w = this.windowOf(null);
+    if (!w.estimated) return;
+    w.estimated = false;
+    // The count is read before any write of this actor can land (the host asks it before the window's first read),
+    // so count + changes since is exact; were it not, a window that still has a bound keeps 1, and the refill that
+    // finds the end makes it exact (never 0 while jobs could wait unseen in the store).
+    w.paged = n + (w.paged - ESTIMATE);
+    if (w.paged <= 0) w.paged = w.bound !== null ? 1 : 0;
+  }
+
+  /** Jobs in the store not held here: ready jobs after a window's bound (at least 1 for a window not counted yet). */
+  get pagedOut(): number {
+    let n = 0;
+    for (const w of this.windows()) n += w.estimated ? Math.max(1, w.paged - ESTIMATE) : w.paged;
+    return n;
+  }
+
+  /** A window of the rebuild still waits for its count. */
+  get estimating(): boolean {
+    return this.windowOf(null).estimated;
+  }
+
+  /** Ready jobs held now, in every window. */
+  get heldReady(): number {
+    let n = 0;
+    for (const w of this.windows()) n += w.held;
+    return n;
+  }
+
+  /**
+   * What to read: `due`, only when a window ran below half its size while jobs wait in the store, and then every
+   * window with room is topped up at once (lanes run low together as keys take turns: one read for all of them,
+   * not one each); `room`, every window with room (a refill goes on until the windows are full, so the next one
+   * comes after half a window of claims, not after one). At most `slice` rows a window (the host reads in slices so
+   * that no other actor of the thread waits long).
+   */
+  refills(slice: number, mode: 'due' | 'room' = 'due'): Refill[] {
+    const cap = this.cap();
+    if (mode === 'due') {
+      let due = false;
+      for (const w of this.low) {
+        if (w.paged > 0 && w.held < Math.ceil(cap / 2)) {
+          due = true;
+          break;
+        }
+        this.low.delete(w);
+      }
+      if (!due) return [];
+    }
+    const out: Refill[] = [];
+    for (const w of this.windows()) {
+      if (w.paged <= 0 || w.held >= cap) continue;
+      out.push({ keyed: this.lanes !== null, key: w.key, after: w.bound === START ? null : w.bound, limit: Math.max(1, Math.min(slice, cap - w.held)) });
+    }
+    return out;
+  }
+
+  /** The rows a refill read, in claim order after its position: held now; the window's bound moves past them. */
+  refilled(refill: Refill, rows: Iterable<Omit<LiveJob, 'ver'>>, fx: Effects): void {
+    const w = this.windowOf(refill.key);
+    const list = [...rows];
+    const last = list[list.length - 1];
+    // Fewer rows than asked: the store had no more after the position, so nothing is paged out any longer.
+    w.bound = list.length < refill.limit ? null : { priority: last!.priority, id: last!.id };
+    if (w.bound === null) {
+      w.paged = 0;
+      w.estimated = false;
+    }
+    for (const row of list) {
+      if (this.jobs.has(row.id) || row.status !== 'pending' || row.blocked) continue;
+      if (w.bound !== null) w.paged = Math.max(0, w.paged - 1);
+      this.hold(row).pinned = false;
+    }
+    for (const row of list) {
+      const job = this.jobs.get(row.id);
+      if (job && job.ver === 0) this.place(job);
+    }
+    this.feedWaiters(fx);
+  }
+
+  /** Of the ids a request names, those this actor may have paged out (not held while some are). */
+  unheld(ids: Iterable<string>): string[] {
+    if (this.pagedOut === 0) return [];
+    return [...ids].filter((id) => !this.jobs.has(id));
+  }
+
+  /** The paged-out jobs that enqueues with these debounce keys would update (the waiting job of each key). */
+  debouncedUnheld(inputs: Iterable<EnqueueInput>): string[] {
+    const ids: string[] = [];
+    for (const i of inputs) {
+      const key = i.debounce?.key;
+      if (key === undefined) continue;
+      const held = this.debounces.get(key);
+      const id = this.pagedDebounces.get(key);
+      if (id !== undefined && !(held && this.jobs.get(held.id) === held) && !this.jobs.has(id)) ids.push(id);
+    }
+    return ids;
+  }
+
+  /** Paged-out jobs whose expiry came: the host adopts them before the tick cancels them. */
+  dueUnheld(now: number): string[] {
+    const ids: string[] = [];
+    for (let e = this.pagedExpiries.peek(); e && e.at <= now; e = this.pagedExpiries.peek()) {
+      this.pagedExpiries.pop();
+      if (!this.jobs.has(e.id)) ids.push(e.id);
+    }
+    return ids;
+  }
+
+  /**
+   * Paged-out jobs read back for one request that names them: held (pinned, out of the ready order) until
+   * `repage`. Rows that are no longer ready jobs of this queue, or that are held already, are left alone.
+   */
+  adopt(rows: Iterable<Omit<LiveJob, 'ver'>>): void {
+    for (const row of rows) {
+      if (this.jobs.has(row.id) || row.status !== 'pending' || row.blocked) continue;
+      const w = this.windowOf(row.concurrency_key);
+      w.paged = Math.max(0, w.paged - 1);
+      const job = this.hold(row);
+      job.pinned = true;
+      this.pinned.push(job);
+    }
+  }
+
+  /** After the request: adopted jobs it left ready go back to the store (its writes describe them already). */
+  repage(): void {
+    if (this.pinned.length === 0) return;
+    for (const job of this.pinned) {
+      if (job.pinned && this.jobs.get(job.id) === job) {
+        job.pinned = false;
+        this.pageOut(job, this.windowOf(job.concurrency_key));
+      }
+    }
+    this.pinned = [];
+  }
+
+  /** A row read back from the store, held (not placed: the caller does). */
+  private hold(row: Omit<LiveJob, 'ver'>): LiveJob {
+    const job: LiveJob = { ...row, ver: 0, win: null, pinned: false };
+    this.jobs.set(job.id, job);
+    if (job.idempotency_key !== null) this.keys.set(job.idempotency_key, job);
+    if (job.debounce_key !== null && job.started_at === null) {
+      this.debounces.set(job.debounce_key, job);
+      if (this.pagedDebounces.get(job.debounce_key) === job.id) this.pagedDebounces.delete(job.debounce_key);
+    }
+    this.armExpiry(job);
+    return job;
   }
 
   enqueue(input: EnqueueInput, fx: Effects): Reply<EnqueueReply> {
@@ -803,8 +1021,9 @@ export class QueueActor {
 
   deleteQueue(fx: Effects): Reply<{ name: string; deleted: true }> {
     this.existing();
-    if (this.jobs.size > 0) {
-      throw new AppError('QUEUE_NOT_EMPTY', `Queue '${this.name}' still has ${this.jobs.size} active job(s)`, { active_jobs: this.jobs.size });
+    const live = this.jobs.size + this.pagedOut;
+    if (live > 0) {
+      throw new AppError('QUEUE_NOT_EMPTY', `Queue '${this.name}' still has ${live} active job(s)`, { active_jobs: live });
     }
     this.queue = null;
     fx.write({ kind: 'queue', organization_id: this.organizationId, name: this.name, state: null });
@@ -874,7 +1093,12 @@ export class QueueActor {
     const s = this.liveTop(this.scheduled, 'scheduled');
     const l = this.liveTop(this.leases, 'processing');
     const x = this.expiryTop();
-    let at = Math.min(s?.at ?? Infinity, l?.at ?? Infinity, x?.at ?? Infinity);
+    let p = this.pagedExpiries.peek();
+    while (p && this.jobs.has(p.id)) {
+      this.pagedExpiries.pop();
+      p = this.pagedExpiries.peek();
+    }
+    let at = Math.min(s?.at ?? Infinity, l?.at ?? Infinity, x?.at ?? Infinity, p?.at ?? Infinity);
     // Claims parked by the rate limit wake at its next slot, not by polling.
     if (this.rate !== null && this.waiters.length > 0 && !this.paused && this.hasReady()) {
       const slot = this.rate.nextSlot(now);
@@ -919,6 +1143,7 @@ export class QueueActor {
       rate_limit: q?.rate_limit ?? null,
       rate_next_slot: slot > now ? slot : null,
       ahead,
+      paged: job.pinned === true,
       last_claim_at: this.lastClaimAt,
       loaded_at: this.loadedAt,
     };
@@ -1000,6 +1225,9 @@ export class QueueActor {
     const max = q?.max_concurrency ?? null;
     const perKey = q?.concurrency_per_key ?? null;
     while (ids.length < input.limit) {
+      // A window ran out of held jobs while some wait in the store: its next one is unknown until the refill, so
+      // no other lane may go before it.
+      if (this.isStarved()) break;
       if (max !== null && this.processing >= max) break;
       if (this.rate !== null && this.rate.available(now) <= 0) break;
       const e = this.lanes !== null ? this.lanes.pop(perKey) : this.ready.pop();
@@ -1068,15 +1296,24 @@ export class QueueActor {
   /** Puts the job in the structure of its status, under a new version. */
   private place(job: LiveJob): void {
     job.ver++;
+    this.unhold(job);
+    job.pinned = false;
     this.jobs.set(job.id, job);
     if (job.idempotency_key !== null) this.keys.set(job.idempotency_key, job);
     switch (job.status) {
-      case 'pending':
+      case 'pending': {
         if (job.blocked) break;
         if (job.concurrency_key !== null && this.lanes === null) this.useLanes();
+        const w = this.windowOf(job.concurrency_key);
+        // Behind the window: written, not held (the store has it; a refill brings it in its turn).
+        if (w.bound !== null && after(job, w.bound)) return this.pageOut(job, w);
         if (this.lanes !== null) this.lanes.push({ job, ver: job.ver, at: 0 }, this.queue?.concurrency_per_key ?? null);
         else this.ready.push({ job, ver: job.ver, at: 0 });
+        job.win = w;
+        w.held++;
+        if (w.held > 2 * this.cap()) this.trim(w);
         break;
+      }
       case 'scheduled':
         this.scheduled.push({ job, ver: job.ver, at: job.scheduled_at ?? 0 });
         break;
@@ -1090,9 +1327,75 @@ export class QueueActor {
 
   private forget(job: LiveJob): void {
     job.ver++;
+    this.unhold(job);
     this.jobs.delete(job.id);
     if (job.idempotency_key !== null && this.keys.get(job.idempotency_key) === job) this.keys.delete(job.idempotency_key);
     if (job.debounce_key !== null && this.debounces.get(job.debounce_key) === job) this.debounces.delete(job.debounce_key);
+  }
+
+  private unhold(job: LiveJob): void {
+    const w = job.win;
+    if (w) {
+      w.held--;
+      job.win = null;
+      this.note(w);
+    }
+  }
+
+  /** Remembers a window that ran low or out while jobs wait in the store (refills, isStarved). */
+  private note(w: Win): void {
+    if (w.paged <= 0) return;
+    if (w.held === 0) this.starved.add(w);
+    if (w.held < Math.ceil(this.cap() / 2)) this.low.add(w);
+  }
+
+  /** Some window holds nothing while jobs wait in the store: its head is unknown, so no claim may go on. */
+  private isStarved(): boolean {
+    for (const w of this.starved) {
+      if (w.held === 0 && w.paged > 0) return true;
+      this.starved.delete(w);
+    }
+    return false;
+  }
+
+  /** A ready job leaves memory for the store, behind the window's bound; what must find it is remembered. */
+  private pageOut(job: LiveJob, w: Win): void {
+    this.forget(job);
+    job.pinned = false;
+    w.paged++;
+    if (w.bound === null) w.bound = START;
+    this.note(w);
+    if (job.started_at === null) {
+      if (job.debounce_key !== null) this.pagedDebounces.set(job.debounce_key, job.id);
+      if (job.expires_at != null) this.pagedExpiries.push({ id: job.id, at: job.expires_at });
+    }
+  }
+
+  /** Ready jobs held per window: the queue's size, shared between lanes (never fewer than LANE_MIN a lane). */
+  private cap(): number {
+    const size = this.settings.window ?? Infinity;
+    return this.lanes === null ? size : Math.max(LANE_MIN, Math.floor(size / Math.max(1, this.lanes.lanes.size)));
+  }
+
+  private windowOf(key: string | null): Win {
+    return this.lanes !== null ? this.lanes.windowOf(key) : this.win;
+  }
+
+  private windows(): Iterable<Win> {
+    return this.lanes !== null ? this.lanes.windows() : [this.win];
+  }
+
+  /** Too many held before the bound (higher priorities arrived): the window keeps its head and pages out the rest. */
+  private trim(w: Win): void {
+    const heap = this.lanes !== null ? this.lanes.heapOf(w.key) : this.ready;
+    const live: Entry[] = [];
+    for (let e = heap.pop(); e; e = heap.pop()) if (!this.stale(e, 'pending')) live.push(e);
+    const keep = Math.min(live.length, this.cap());
+    for (let i = 0; i < keep; i++) heap.push(live[i]!);
+    if (keep === 0 || keep === live.length) return;
+    const last = live[keep - 1]!.job;
+    w.bound = { priority: last.priority, id: last.id };
+    for (let i = keep; i < live.length; i++) this.pageOut(live[i]!.job, w);
   }
 
   /** A waiting job of the debounce key takes the new payload; its run moves to now + delay, never past its bound. */
@@ -1112,7 +1415,7 @@ export class QueueActor {
   /** Switches the queue to per-key lanes (for good: an actor rebuilt without keys goes back to the plain heap). */
   private useLanes(): void {
     if (this.lanes !== null) return;
-    const lanes = new KeyLanes((e) => this.stale(e, 'pending'));
+    const lanes = new KeyLanes((e) => this.stale(e, 'pending'), this.win);
     const limit = this.queue?.concurrency_per_key ?? null;
     for (let e = this.ready.pop(); e; e = this.ready.pop()) if (!this.stale(e, 'pending')) lanes.push(e, limit);
     for (const job of this.jobs.values()) if (job.status === 'processing') lanes.started(job.concurrency_key, limit);
@@ -1141,6 +1444,7 @@ export class QueueActor {
   }
 
   private hasReady(): boolean {
+    if (this.isStarved()) return false;
     if (this.lanes !== null) return this.lanes.hasClaimable(this.queue?.concurrency_per_key ?? null);
     return this.liveTop(this.ready, 'pending') !== undefined;
   }

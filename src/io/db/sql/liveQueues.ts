@@ -1,9 +1,12 @@
 // liveQueues — the (organization, queue) pairs that hold live jobs: the actors a thread rebuilds at boot so
-// that their lease and schedule timers run without waiting for a request.
+// that their lease and schedule timers run without waiting for a request. One probe of jobs_live per queue row,
+// not a walk over every live job (a queue may hold a million).
 import type { Store } from '../store.js';
 
 export async function liveQueues(store: Store): Promise<Array<{ organization_id: string; queue_name: string }>> {
   return store.query(
-    `SELECT DISTINCT organization_id, queue_name FROM jobs WHERE status IN ('pending', 'scheduled', 'processing')`,
+    `SELECT q.organization_id, q.name AS queue_name FROM queues q
+      WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.organization_id = q.organization_id AND j.queue_name = q.name
+                       AND j.status IN ('pending', 'scheduled', 'processing'))`,
   );
 }
