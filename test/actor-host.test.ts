@@ -14,21 +14,11 @@ import type { Store } from '../src/io/db/store.js';
 import { ActorHost } from '../src/runtime/actor-host.js';
 import type { OrgOp, OrgOps, QueueOp, QueueOps, ThreadIn, ThreadOut } from '../src/runtime/protocol.js';
 import { freshStore, type StoreLocation } from './helpers.js';
+import { enqueueInput } from './fixtures/enqueue-input.js';
 
 const ORG = '00000000-0000-4000-8000-000000000001';
 
-const input = (extra: Partial<EnqueueInput> = {}): EnqueueInput => ({
-  payload: { n: 1 },
-  priority: 0,
-  max_retries: null,
-  timeout_seconds: null,
-  scheduled_at: null,
-  idempotency_key: null,
-  tags: {},
-  completion_webhook: null,
-  completion_webhook_secret: null,
-  ...extra,
-});
+const input = (extra: Partial<EnqueueInput> = {}): EnqueueInput => enqueueInput({ payload: { n: 1 }, ...extra });
 
 describe('ActorHost without a thread', () => {
   let location: StoreLocation;

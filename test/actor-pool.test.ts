@@ -7,6 +7,7 @@ import { after, before, test } from 'node:test';
 import type { EnqueueInput } from '../src/actors/queue/queue-actor.js';
 import { AppError } from '../src/errors.js';
 import { startTestNode, type TestNode } from './helpers.js';
+import { enqueueInput } from './fixtures/enqueue-input.js';
 
 let n: TestNode;
 before(async () => {
@@ -14,17 +15,7 @@ before(async () => {
 });
 after(() => n.stop());
 
-const input = (payload: Record<string, unknown>): EnqueueInput => ({
-  payload,
-  priority: 0,
-  max_retries: null,
-  timeout_seconds: null,
-  scheduled_at: null,
-  idempotency_key: null,
-  tags: {},
-  completion_webhook: null,
-  completion_webhook_secret: null,
-});
+const input = (payload: Record<string, unknown>): EnqueueInput => enqueueInput({ payload });
 
 /** An object nested `levels` deep, built without recursion. */
 function deep(levels: number): Record<string, unknown> {

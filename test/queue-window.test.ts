@@ -6,6 +6,7 @@ import { describe, test } from 'node:test';
 import { JobIds } from '../src/actors/ids.js';
 import { QueueActor, type EnqueueInput, type LiveJob } from '../src/actors/queue/queue-actor.js';
 import type { CommitResult, Effects, JobRow, JournalRecord } from '../src/actors/records.js';
+import { enqueueInput } from './fixtures/enqueue-input.js';
 
 type Live = Omit<LiveJob, 'ver'>;
 
@@ -98,18 +99,7 @@ function harness(window: number) {
       pump();
     }
   };
-  const input = (over: Partial<EnqueueInput> = {}): EnqueueInput => ({
-    payload: {},
-    priority: 0,
-    max_retries: null,
-    timeout_seconds: null,
-    scheduled_at: null,
-    idempotency_key: null,
-    tags: {},
-    completion_webhook: null,
-    completion_webhook_secret: null,
-    ...over,
-  });
+  const input = enqueueInput;
   const enqueue = (over: Partial<EnqueueInput> = {}): string => {
     const r = actor.enqueue(input(over), fx)(commit());
     pump();

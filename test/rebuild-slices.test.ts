@@ -15,21 +15,12 @@ import type { Store } from '../src/io/db/store.js';
 import { ActorHost } from '../src/runtime/actor-host.js';
 import type { QueueOp, QueueOps, ThreadIn, ThreadOut } from '../src/runtime/protocol.js';
 import { freshStore, type StoreLocation } from './helpers.js';
+import { enqueueInput } from './fixtures/enqueue-input.js';
 
 const ORG = '00000000-0000-4000-8000-000000000002';
 const BIG = 8_000;
 
-const input = (): EnqueueInput => ({
-  payload: {},
-  priority: 0,
-  max_retries: null,
-  timeout_seconds: null,
-  scheduled_at: null,
-  idempotency_key: null,
-  tags: {},
-  completion_webhook: null,
-  completion_webhook_secret: null,
-});
+const input = (): EnqueueInput => enqueueInput();
 
 describe('rebuilding a large queue', () => {
   let location: StoreLocation;

@@ -9,6 +9,7 @@ import type { EnqueueInput, EnqueueReply } from '../src/actors/queue/queue-actor
 import { AppError } from '../src/errors.js';
 import { startTestNode, type Api, type TestNode } from './helpers.js';
 import { assertInvalid, insertKey } from './http-assert.js';
+import { enqueueInput } from './fixtures/enqueue-input.js';
 
 let n: TestNode;
 let a: { api: Api; org: string };
@@ -23,18 +24,7 @@ before(async () => {
 });
 after(() => n.stop());
 
-const input = (payload: unknown, extra: Partial<EnqueueInput> = {}): EnqueueInput => ({
-  payload,
-  priority: 0,
-  max_retries: null,
-  timeout_seconds: null,
-  scheduled_at: null,
-  idempotency_key: null,
-  tags: {},
-  completion_webhook: null,
-  completion_webhook_secret: null,
-  ...extra,
-});
+const input = (payload: unknown, extra: Partial<EnqueueInput> = {}): EnqueueInput => enqueueInput({ payload, ...extra });
 
 /** The id of a job the reply says was created. */
 const createdId = (c: EnqueueReply): string => (c.created ? c.job.id : assert.fail('not created'));
