@@ -182,20 +182,25 @@ export function newest(dir: string): number {
   return max;
 }
 
+let nodeCommandArgs: string[] | null = null;
+
 /**
  * How a child node is started: the compiled build (dist/, made by `make build`, which `make test` runs first)
  * when it is newer than every source file, as production runs it and 3–4 times quicker to start than tsx; the
  * sources through tsx otherwise, so a test run after an edit never runs stale code.
  */
-const NODE_ARGS: string[] = (() => {
+function nodeCommand(): string[] {
+  if (nodeCommandArgs) return nodeCommandArgs;
+  // Decided at the first spawn, not when a test file imports the helpers (most never spawn a node).
   const compiled = path.join(ROOT, 'dist/main.js');
   const fresh = fs.existsSync(compiled) && fs.statSync(compiled).mtimeMs >= newest(path.join(ROOT, 'src'));
-  return fresh ? [compiled] : ['--import', 'tsx', path.join(ROOT, 'src/main.ts')];
-})();
+  nodeCommandArgs = fresh ? [compiled] : ['--import', 'tsx', path.join(ROOT, 'src/main.ts')];
+  return nodeCommandArgs;
+}
 
 /** A node in a child process (crash tests): resolves once it listens. */
 export async function spawnNode(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string }> {
-  const child = spawn(process.execPath, NODE_ARGS, {
+  const child = spawn(process.execPath, nodeCommand(), {
     cwd: ROOT,
     env: { ...process.env, HOST: '127.0.0.1', GRPC_PORT: '0', LOG_LEVEL: 'info', ACTOR_THREADS: '2', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -17,7 +17,8 @@
 //                                `holdMs` (see permits below); 0 and the wait when the organization is over it
 //
 // Counters are rebuilt from rows when the actor is (re)built; jobs_today is also journaled (usage_daily) because
-// a revived dead letter counts as a creation without a new row.
+// a revived dead letter counts as a creation without a new row. The job counters come last (countedJobs): counting
+// a backlog of a million jobs takes seconds, and the request rate and the resource counts need not wait for it.
 import { AppError } from '../../errors.js';
 import type { Effects } from '../records.js';
 import { RateWindow } from '../rate-window.js';
@@ -31,7 +32,8 @@ export interface OrgSnapshot {
   overrides: LimitOverrides;
   day: string;
   jobsToday: number;
-  activeJobs: number;
+  /** Null until the live jobs are counted (see countedJobs). */
+  activeJobs: number | null;
   counts: Record<CountedResource, number>;
 }
 
@@ -68,6 +70,11 @@ export interface Permits {
 }
 
 export class OrgActor {
+  private s: OrgSnapshot & { activeJobs: number };
+  /** False until countedJobs: until then the host holds back what waitsForCount names. */
+  jobsCounted: boolean;
+  /** Jobs admitted (net of releases) on the day of the snapshot while the jobs were being counted. */
+  private admittedUncounted = 0;
   private limits: PlanLimits;
   /** The request rate of the whole cluster (this actor is the organization's one counter): burst per 1 s, rate × 60 per 60 s. */
   private second: RateWindow | null = null;
@@ -76,9 +83,11 @@ export class OrgActor {
   constructor(
     readonly organizationId: string,
     private readonly instance: PlanOverrides,
-    private s: OrgSnapshot,
+    snapshot: OrgSnapshot,
   ) {
-    this.limits = resolveLimits(s.plan, instance, s.overrides);
+    this.s = { ...snapshot, activeJobs: snapshot.activeJobs ?? 0 };
+    this.jobsCounted = snapshot.activeJobs !== null;
+    this.limits = resolveLimits(snapshot.plan, instance, snapshot.overrides);
     this.rateWindows();
   }
 
@@ -117,6 +126,7 @@ export class OrgActor {
     this.check('active_jobs', this.s.activeJobs, n);
     this.s.jobsToday += n;
     this.s.activeJobs += n;
+    if (!this.jobsCounted) this.admittedUncounted += n;
     this.persist(fx);
   }
 
@@ -134,6 +144,7 @@ export class OrgActor {
     if (n > 0) {
       this.s.jobsToday += n;
       this.s.activeJobs += n;
+      if (!this.jobsCounted) this.admittedUncounted += n;
       this.persist(fx);
     }
     return n;
@@ -145,10 +156,45 @@ export class OrgActor {
 
   /** `day`: the day the jobs were admitted on (they are not taken off a later day's count). */
   releaseJobs(n: number, day: string, fx: Effects): void {
-    this.s.activeJobs = Math.max(0, this.s.activeJobs - n);
+    // Uncounted, the counter holds only what was admitted meanwhile; a release of more (credit granted before a
+    // rebuild) is taken off the count itself.
+    this.s.activeJobs = this.jobsCounted ? Math.max(0, this.s.activeJobs - n) : this.s.activeJobs - n;
+    if (!this.jobsCounted && day === this.s.day) this.admittedUncounted -= n;
     if (day === this.s.day) {
       this.s.jobsToday = Math.max(0, this.s.jobsToday - n);
       this.persist(fx);
+    }
+  }
+
+  /**
+   * The live jobs and the jobs rows created on `day`, counted after the actor began to serve. A job that finished
+   * meanwhile may or may not be in the count: its tell was dropped, so the count errs high, like every rebuild.
+   */
+  countedJobs(day: string, activeJobs: number, createdToday: number): void {
+    // What was admitted meanwhile (only on a plan without job limits) is added on top: a job created before the count
+    // read the rows is then counted twice, erring high again.
+    this.s.activeJobs = Math.max(0, this.s.activeJobs + activeJobs);
+    if (day === this.s.day) this.s.jobsToday = Math.max(this.s.jobsToday, createdToday + this.admittedUncounted);
+    this.jobsCounted = true;
+  }
+
+  /**
+   * Whether a message must wait until the jobs are counted: what reads the job counters, and admissions unless the
+   * plan limits neither jobs per day nor active jobs (then the count changes no answer, and a tenant with a large
+   * backlog, which only such a plan allows, is not held up by counting it). A finished-job tell never waits: the
+   * host drops it.
+   */
+  waitsForCount(op: string): boolean {
+    if (this.jobsCounted) return false;
+    switch (op) {
+      case 'admit':
+      case 'releaseJobs':
+        return this.limits.jobs_per_day !== null || this.limits.active_jobs !== null;
+      case 'usage':
+      case 'resetUsage':
+        return true;
+      default:
+        return false;
     }
   }
 

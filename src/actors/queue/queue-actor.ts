@@ -334,6 +334,11 @@ export class QueueActor {
   private readonly low = new Set<Win>();
   private readonly starved = new Set<Win>();
   /**
+   * Windows whose refill the host is reading while the actor serves on, each with the jobs paged out of it since
+   * the read began: the read may have missed their writes, so `refilled` holds those before its new bound itself.
+   */
+  private readonly reading = new Map<Win, LiveJob[] | null>();
+  /**
    * A write this actor made did not find the row in the state it believed (a claim of a row that was not pending):
    * its memory no longer matches the store, and its host rebuilds it from rows. Fencing makes this unreachable;
    * the check is the second line against two writers of one queue.
@@ -464,17 +469,43 @@ export class QueueActor {
     return out;
   }
 
-  /** The rows a refill read, in claim order after its position: held now; the window's bound moves past them. */
+  /**
+   * The host reads these refills now (after the actor's earlier writes are committed): from here until `refilled`,
+   * the jobs the windows page out are recorded, since the read may or may not see their writes.
+   */
+  beginRefill(refills: Refill[]): void {
+    for (const r of refills) this.reading.set(this.windowOf(r.key), []);
+  }
+
+  /** A window holds nothing while jobs wait in the store: a claim now would find nothing (it waits for the refill). */
+  get starving(): boolean {
+    return this.isStarved();
+  }
+
+  /**
+   * The rows a refill read, in claim order after its position: held now, with the jobs paged out while it was read
+   * that come before its last row; the window's bound moves past them. A refill whose window changed shape meanwhile
+   * (the queue took to lanes: `reading` null) is dropped: nothing moved, and the next refill reads again.
+   */
   refilled(refill: Refill, rows: Iterable<Omit<LiveJob, 'ver'>>, fx: Effects): void {
     const w = this.windowOf(refill.key);
-    const list = [...rows];
-    const last = list[list.length - 1];
+    // Recorded since beginRefill (none when the caller read with nothing else running, as a pure test does).
+    const late = this.reading.get(w);
+    this.reading.delete(w);
+    if (late === null) return;
+    const read = [...rows];
+    const last = read[read.length - 1];
     // Fewer rows than asked: the store had no more after the position, so nothing is paged out any longer.
-    w.bound = list.length < refill.limit ? null : { priority: last!.priority, id: last!.id };
+    w.bound = read.length < refill.limit ? null : { priority: last!.priority, id: last!.id };
     if (w.bound === null) {
       w.paged = 0;
       w.estimated = false;
     }
+    // A job paged out meanwhile is newer than its row if the read saw one; those after the new bound stay paged out
+    // (their writes were committed before any later refill reads).
+    const bound = w.bound;
+    const mine = new Map((late ?? []).filter((j) => bound === null || !after(j, bound)).map((j) => [j.id, j]));
+    const list = [...read.filter((r) => !mine.has(r.id)), ...mine.values()];
     for (const row of list) {
       if (this.jobs.has(row.id) || row.status !== 'pending' || row.blocked) continue;
       if (w.bound !== null) w.paged = Math.max(0, w.paged - 1);
@@ -1360,6 +1391,7 @@ export class QueueActor {
 
   /** A ready job leaves memory for the store, behind the window's bound; what must find it is remembered. */
   private pageOut(job: LiveJob, w: Win): void {
+    this.reading.get(w)?.push({ ...job });
     this.forget(job);
     job.pinned = false;
     w.paged++;
@@ -1415,6 +1447,8 @@ export class QueueActor {
   /** Switches the queue to per-key lanes (for good: an actor rebuilt without keys goes back to the plain heap). */
   private useLanes(): void {
     if (this.lanes !== null) return;
+    // A refill being read was asked for the whole queue's order: dropped when it lands (refilled).
+    for (const w of this.reading.keys()) this.reading.set(w, null);
     const lanes = new KeyLanes((e) => this.stale(e, 'pending'), this.win);
     const limit = this.queue?.concurrency_per_key ?? null;
     for (let e = this.ready.pop(); e; e = this.ready.pop()) if (!this.stale(e, 'pending')) lanes.push(e, limit);

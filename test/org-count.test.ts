@@ -1,0 +1,164 @@
+// An organization's quota actor serves before its jobs are counted: counting a backlog of a million jobs takes
+// seconds, and every request of the organization (its request rate) would wait for it. An ActorHost driven directly
+// (no thread) on a real store whose job count is held back: the request rate and the resource quotas are answered
+// at once, an admission waits for the count and is then exact, a finished-job tell that came meanwhile is dropped
+// (the count may already leave the job out), and a count that fails answers 503 and is tried again.
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { ManualClock } from '../src/clock.js';
+import { loadConfig } from '../src/config.js';
+import { migrate } from '../src/io/db/migrate.js';
+import { PgStore } from '../src/io/db/pg.js';
+import { PgliteStore } from '../src/io/db/pglite.js';
+import type { Store } from '../src/io/db/store.js';
+import { ActorHost } from '../src/runtime/actor-host.js';
+import type { OrgOp, OrgOps, ThreadIn, ThreadOut } from '../src/runtime/protocol.js';
+import { freshStore, type StoreLocation } from './helpers.js';
+
+const ORG = '00000000-0000-4000-8000-000000000003';
+/** On a plan without job limits: its admissions need no count. */
+const FREE_RUNNING = '00000000-0000-4000-8000-000000000004';
+const LIVE = 10;
+const LIMIT = 12;
+
+describe('counting an organization’s jobs after its actor serves', () => {
+  let location: StoreLocation;
+  let host: ActorHost;
+  const clock = new ManualClock(Date.UTC(2030, 0, 1, 12));
+  const waiting = new Map<number, (m: ThreadOut) => void>();
+  let nextId = 1;
+  // The job count waits for `release`; `failNext` makes the next one fail as a lost connection would.
+  let release: () => void = () => {};
+  let gate: Promise<void> = Promise.resolve();
+  let failNext = false;
+  let counts = 0;
+
+  const hold = () => {
+    gate = new Promise((resolve) => (release = resolve));
+  };
+
+  const ask = <K extends OrgOp>(op: K, args: OrgOps[K]['args'], org = ORG): Promise<OrgOps[K]['reply']> => {
+    const id = nextId++;
+    return new Promise((resolve, reject) => {
+      waiting.set(id, (m) => (m.ok && 'value' in m ? resolve(m.value as OrgOps[K]['reply']) : reject(Object.assign(new Error('refused'), { reply: m }))));
+      host.receive([{ t: 'org', id, org, op, args } as ThreadIn]);
+    });
+  };
+  const tell = <K extends OrgOp>(op: K, args: OrgOps[K]['args']) => host.receive([{ t: 'org', id: 0, org: ORG, op, args } as ThreadIn]);
+  const settled = async <T>(p: Promise<T>): Promise<boolean> => {
+    let done = false;
+    void p.then(() => (done = true), () => (done = true));
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    return done;
+  };
+  const code = (err: unknown) => ((err as { reply?: { error?: { code?: string } } }).reply?.error?.code);
+
+  before(async () => {
+    location = await freshStore();
+    const url = location.env.DATABASE_URL;
+    const real = url ? new PgStore(url, 4) : await PgliteStore.open(path.join(location.env.DATA_DIR!, 'pglite'));
+    await migrate(real);
+    await real.query(
+      `INSERT INTO organizations (id, name, slug, plan, limit_overrides, created_at, updated_at)
+       VALUES ($1, 'Counted', 'counted', 'enterprise', $2, now(), now()), ($3, 'Unlimited', 'unlimited', 'enterprise', '{}', now(), now())`,
+      [ORG, JSON.stringify({ active_jobs: LIMIT }), FREE_RUNNING],
+    );
+    await real.query(
+      `INSERT INTO jobs (id, organization_id, queue_name, status, payload, max_retries, timeout_seconds, created_at, updated_at)
+       SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, $1, 'q', 'pending', '{}', 3, 60, now(), now()
+         FROM generate_series(1, $2::int) AS i`,
+      [ORG, LIVE],
+    );
+    await real.query(
+      `INSERT INTO jobs (id, organization_id, queue_name, status, payload, max_retries, timeout_seconds, created_at, updated_at)
+       SELECT ('00000000-0000-7000-9000-' || lpad(to_hex(i), 12, '0'))::uuid, $1, 'q', 'pending', '{}', 3, 60, now(), now()
+         FROM generate_series(1, $2::int) AS i`,
+      [FREE_RUNNING, LIVE],
+    );
+    const store = {
+      query: async (sql: string, params?: unknown[], name?: string) => {
+        if (sql.includes('AS active_jobs')) {
+          counts++;
+          await gate;
+          if (failNext) {
+            failNext = false;
+            throw new Error('connection terminated');
+          }
+        }
+        return real.query(sql, params, name);
+      },
+      close: () => real.close(),
+    } as Store;
+    const config = loadConfig({ DATA_DIR: location.env.DATA_DIR!, ACTOR_THREADS: '1', LOG_LEVEL: 'warn' });
+    host = new ActorHost({
+      index: 0,
+      threads: 1,
+      nodeId: null,
+      config,
+      store,
+      clock,
+      post: (batch) => {
+        for (const m of batch) {
+          const w = waiting.get(m.id);
+          if (!w) continue;
+          waiting.delete(m.id);
+          w(m);
+        }
+      },
+    });
+    await host.boot();
+  });
+  after(async () => {
+    release();
+    await new Promise((resolve) => {
+      const id = nextId++;
+      waiting.set(id, resolve);
+      host.receive([{ t: 'stop', id }]);
+    });
+    await location.dispose();
+  });
+
+  test('a count that fails answers 503 to what waited; the actor is counted again at its next message', async () => {
+    hold();
+    failNext = true;
+    const admitted = ask('admit', { n: 1, payloadBytes: [2], credit: 0 });
+    assert.equal(await settled(admitted), false, 'an admission waits for the count');
+    release();
+    await assert.rejects(admitted, (err) => code(err) === 'UNAVAILABLE', 'answered 503');
+  });
+
+  test('the request rate and resource quotas are answered before the count; admissions wait for it, then are exact', async () => {
+    hold();
+    const before = counts;
+    const permits = await ask('permits', { want: 1, holdMs: 0 });
+    assert.equal(permits.granted, 1, 'the request rate is answered while the jobs are still being counted');
+    await ask('reserve', { resource: 'queues' });
+    assert.equal(counts, before + 1, 'counted again, and the count has started');
+
+    const admitted = ask('admit', { n: 1, payloadBytes: [2], credit: 0 });
+    const usage = ask('usage', {});
+    assert.equal(await settled(admitted), false, 'an admission waits for the count');
+    // A job that finished while the count ran may be left out of it already: its tell is dropped.
+    tell('jobsFinished', { n: 5 });
+    release();
+
+    await admitted;
+    assert.equal((await usage).active_jobs, LIVE + 1, 'counted, then the waiting admission');
+    await ask('admit', { n: 1, payloadBytes: [2], credit: 0 });
+    await assert.rejects(ask('admit', { n: 1, payloadBytes: [2], credit: 0 }), (err) => code(err) === 'QUOTA_EXCEEDED', 'the limit holds at exactly its value');
+    assert.equal((await ask('usage', {})).counts.queues, 1, 'the reservation made before the count is kept');
+  });
+
+  test('on a plan without job limits, admissions do not wait for the count and are added to it', async () => {
+    hold();
+    await ask('admit', { n: 3, payloadBytes: [2, 2, 2], credit: 0 }, FREE_RUNNING);
+    const usage = ask('usage', {}, FREE_RUNNING);
+    assert.equal(await settled(usage), false, 'the usage report waits for the count');
+    await ask('releaseJobs', { n: 1, day: '2030-01-01' }, FREE_RUNNING);
+    release();
+    const u = await usage;
+    assert.equal(u.active_jobs, LIVE + 2, 'the count plus what was admitted (and not released) meanwhile');
+    assert.equal(u.jobs_today, 2, 'what was admitted meanwhile (the rows were made on another day than the clock’s)');
+  });
+});
