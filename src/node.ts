@@ -52,6 +52,7 @@ import { StreamHub } from './io/events/hub.js';
 import { EventFanOut } from './io/events/fan-out.js';
 import { QueueStatsFeed } from './io/events/queue-stats.js';
 import { RetentionSweeper } from './app/retention.js';
+import { analyzeJobsIfStale } from './io/db/sql/analyzeJobsIfStale.js';
 import type { Workflows } from './app/workflows.js';
 import { spawnWorker } from './runtime/spawn.js';
 import { workerRoutes } from './io/http/routes/workers.js';
@@ -177,6 +178,8 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
   const retention = new RetentionSweeper({ store, clock, log, planOverrides: config.planOverrides });
   try {
     const bootstrapKey = await bootstrap(store, config, clock.now(), (m) => log.info(m));
+    // Before the queues are rebuilt: their reads are planned on these statistics (a bulk load may have left them stale).
+    if (await analyzeJobsIfStale(store)) log.info('the statistics of the jobs table were stale: analyzed it');
     const c = (cluster = new Cluster({ config, store, log }));
     const actors = (pool = new ActorPool(config, clock, setup.makeLink, c.nodeId));
     await actors.start();

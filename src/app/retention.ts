@@ -9,6 +9,7 @@
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { isPlanTier, resolveLimits, type LimitOverrides, type PlanLimits, type PlanOverrides } from '../actors/org/plans.js';
 import type { Clock } from '../clock.js';
+import { analyzeJobsIfStale } from '../io/db/sql/analyzeJobsIfStale.js';
 import { organizationPlans } from '../io/db/sql/organizationPlans.js';
 import { pruneDeliveries } from '../io/db/sql/pruneDeliveries.js';
 import { sweepRetention } from '../io/db/sql/sweepRetention.js';
@@ -88,6 +89,8 @@ export class RetentionSweeper extends Periodic<SweepReport> {
     if (report.deleted + report.deliveries > 0) {
       this.opts.log?.debug(`retention: deleted ${report.deleted} finished jobs and ${report.deliveries} webhook deliveries`);
     }
+    // The planner's statistics, where autovacuum does not keep them (off, or behind a bulk load).
+    if (!this.stopping && (await analyzeJobsIfStale(store))) this.opts.log?.info('retention: the statistics of the jobs table were stale: analyzed it');
     return report;
   }
 
