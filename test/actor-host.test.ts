@@ -2,18 +2,15 @@
 // Covers the host's own rules: replies after commit, tells, and that the work a reply does once its commit
 // lands runs as its actor (its timer armed, its writes its own).
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { EnqueueInput } from '../src/actors/queue/queue-actor.js';
 import { ManualClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
-import { migrate } from '../src/io/db/migrate.js';
-import { PgStore } from '../src/io/db/pg.js';
-import { PgliteStore } from '../src/io/db/pglite.js';
 import type { Store } from '../src/io/db/store.js';
 import { ActorHost } from '../src/runtime/actor-host.js';
 import type { OrgOp, OrgOps, QueueOp, QueueOps, ThreadIn, ThreadOut } from '../src/runtime/protocol.js';
 import { freshStore, type StoreLocation } from './helpers.js';
+import { openStore } from './fixtures/direct-host.js';
 import { enqueueInput } from './fixtures/enqueue-input.js';
 
 const ORG = '00000000-0000-4000-8000-000000000001';
@@ -54,9 +51,7 @@ describe('ActorHost without a thread', () => {
 
   before(async () => {
     location = await freshStore();
-    const url = location.env.DATABASE_URL;
-    store = url ? new PgStore(url, 2) : await PgliteStore.open(path.join(location.env.DATA_DIR!, 'pglite'));
-    await migrate(store);
+    store = await openStore(location);
     await store.query(
       `INSERT INTO organizations (id, name, slug, plan, limit_overrides, created_at, updated_at) VALUES ($1, 'Host', 'host', 'pro', '{}', now(), now())`,
       [ORG],

@@ -3,14 +3,11 @@
 // queue whole to sort it (0.6 s instead of 1 ms). At boot and after each retention sweep, analyzeJobsIfStale
 // analyzes a table that was never analyzed or changed by more than autovacuum's threshold, and leaves it alone after.
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { migrate } from '../src/io/db/migrate.js';
-import { PgStore } from '../src/io/db/pg.js';
-import { PgliteStore } from '../src/io/db/pglite.js';
 import { analyzeJobsIfStale } from '../src/io/db/sql/analyzeJobsIfStale.js';
 import type { Store } from '../src/io/db/store.js';
 import { freshStore, type StoreLocation } from './helpers.js';
+import { openStore } from './fixtures/direct-host.js';
 
 const ORG = '00000000-0000-4000-8000-000000000006';
 let location: StoreLocation;
@@ -18,9 +15,7 @@ let store: Store;
 
 before(async () => {
   location = await freshStore();
-  const url = location.env.DATABASE_URL;
-  store = url ? new PgStore(url, 2) : await PgliteStore.open(path.join(location.env.DATA_DIR!, 'pglite'));
-  await migrate(store);
+  store = await openStore(location);
   await store.query(
     `INSERT INTO organizations (id, name, slug, plan, limit_overrides, created_at, updated_at) VALUES ($1, 'Stats', 'stats', 'enterprise', '{}', now(), now())`,
     [ORG],

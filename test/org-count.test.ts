@@ -4,17 +4,12 @@
 // at once, an admission waits for the count and is then exact, a finished-job tell that came meanwhile is dropped
 // (the count may already leave the job out), and a count that fails answers 503 and is tried again.
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
-import { loadConfig } from '../src/config.js';
-import { migrate } from '../src/io/db/migrate.js';
-import { PgStore } from '../src/io/db/pg.js';
-import { PgliteStore } from '../src/io/db/pglite.js';
 import type { Store } from '../src/io/db/store.js';
-import { ActorHost } from '../src/runtime/actor-host.js';
-import type { OrgOp, OrgOps, ThreadIn, ThreadOut } from '../src/runtime/protocol.js';
+import type { OrgOp, OrgOps } from '../src/runtime/protocol.js';
 import { freshStore, type StoreLocation } from './helpers.js';
+import { directHost, openStore, type DirectHost, type HostError } from './fixtures/direct-host.js';
 
 const ORG = '00000000-0000-4000-8000-000000000003';
 /** On a plan without job limits: its admissions need no count. */
@@ -24,10 +19,8 @@ const LIMIT = 12;
 
 describe('counting an organization’s jobs after its actor serves', () => {
   let location: StoreLocation;
-  let host: ActorHost;
+  let direct: DirectHost;
   const clock = new ManualClock(Date.UTC(2030, 0, 1, 12));
-  const waiting = new Map<number, (m: ThreadOut) => void>();
-  let nextId = 1;
   // The job count waits for `release`; `failNext` makes the next one fail as a lost connection would.
   let release: () => void = () => {};
   let gate: Promise<void> = Promise.resolve();
@@ -37,45 +30,32 @@ describe('counting an organization’s jobs after its actor serves', () => {
   const hold = () => {
     gate = new Promise((resolve) => (release = resolve));
   };
-
-  const ask = <K extends OrgOp>(op: K, args: OrgOps[K]['args'], org = ORG): Promise<OrgOps[K]['reply']> => {
-    const id = nextId++;
-    return new Promise((resolve, reject) => {
-      waiting.set(id, (m) => (m.ok && 'value' in m ? resolve(m.value as OrgOps[K]['reply']) : reject(Object.assign(new Error('refused'), { reply: m }))));
-      host.receive([{ t: 'org', id, org, op, args } as ThreadIn]);
-    });
-  };
-  const tell = <K extends OrgOp>(op: K, args: OrgOps[K]['args']) => host.receive([{ t: 'org', id: 0, org: ORG, op, args } as ThreadIn]);
+  const ask = <K extends OrgOp>(op: K, args: OrgOps[K]['args'], org = ORG) => direct.askOrg(org, op, args);
+  const tell = <K extends OrgOp>(op: K, args: OrgOps[K]['args']) => direct.tellOrg(ORG, op, args);
   const settled = async <T>(p: Promise<T>): Promise<boolean> => {
     let done = false;
     void p.then(() => (done = true), () => (done = true));
     for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
     return done;
   };
-  const code = (err: unknown) => ((err as { reply?: { error?: { code?: string } } }).reply?.error?.code);
+  const code = (err: unknown) => (err as HostError).code;
 
   before(async () => {
     location = await freshStore();
-    const url = location.env.DATABASE_URL;
-    const real = url ? new PgStore(url, 4) : await PgliteStore.open(path.join(location.env.DATA_DIR!, 'pglite'));
-    await migrate(real);
+    const real = await openStore(location, 4);
     await real.query(
       `INSERT INTO organizations (id, name, slug, plan, limit_overrides, created_at, updated_at)
        VALUES ($1, 'Counted', 'counted', 'enterprise', $2, now(), now()), ($3, 'Unlimited', 'unlimited', 'enterprise', '{}', now(), now())`,
       [ORG, JSON.stringify({ active_jobs: LIMIT }), FREE_RUNNING],
     );
-    await real.query(
-      `INSERT INTO jobs (id, organization_id, queue_name, status, payload, max_retries, timeout_seconds, created_at, updated_at)
-       SELECT ('00000000-0000-7000-8000-' || lpad(to_hex(i), 12, '0'))::uuid, $1, 'q', 'pending', '{}', 3, 60, now(), now()
-         FROM generate_series(1, $2::int) AS i`,
-      [ORG, LIVE],
-    );
-    await real.query(
-      `INSERT INTO jobs (id, organization_id, queue_name, status, payload, max_retries, timeout_seconds, created_at, updated_at)
-       SELECT ('00000000-0000-7000-9000-' || lpad(to_hex(i), 12, '0'))::uuid, $1, 'q', 'pending', '{}', 3, 60, now(), now()
-         FROM generate_series(1, $2::int) AS i`,
-      [FREE_RUNNING, LIVE],
-    );
+    for (const [org, variant] of [[ORG, '8000'], [FREE_RUNNING, '9000']]) {
+      await real.query(
+        `INSERT INTO jobs (id, organization_id, queue_name, status, payload, max_retries, timeout_seconds, created_at, updated_at)
+         SELECT ('00000000-0000-7000-${variant}-' || lpad(to_hex(i), 12, '0'))::uuid, $1, 'q', 'pending', '{}', 3, 60, now(), now()
+           FROM generate_series(1, $2::int) AS i`,
+        [org, LIVE],
+      );
+    }
     const store = {
       query: async (sql: string, params?: unknown[], name?: string) => {
         if (sql.includes('AS active_jobs')) {
@@ -90,32 +70,11 @@ describe('counting an organization’s jobs after its actor serves', () => {
       },
       close: () => real.close(),
     } as Store;
-    const config = loadConfig({ DATA_DIR: location.env.DATA_DIR!, ACTOR_THREADS: '1', LOG_LEVEL: 'warn' });
-    host = new ActorHost({
-      index: 0,
-      threads: 1,
-      nodeId: null,
-      config,
-      store,
-      clock,
-      post: (batch) => {
-        for (const m of batch) {
-          const w = waiting.get(m.id);
-          if (!w) continue;
-          waiting.delete(m.id);
-          w(m);
-        }
-      },
-    });
-    await host.boot();
+    direct = await directHost(location, store, clock);
   });
   after(async () => {
     release();
-    await new Promise((resolve) => {
-      const id = nextId++;
-      waiting.set(id, resolve);
-      host.receive([{ t: 'stop', id }]);
-    });
+    await direct.stop();
     await location.dispose();
   });
 

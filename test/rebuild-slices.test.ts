@@ -3,18 +3,13 @@
 // each) with a turn of the event loop between them, and another queue's requests, sent one after the other while
 // the big one loads, are answered between its slices. Structural, not timed.
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { EnqueueInput } from '../src/actors/queue/queue-actor.js';
 import { ManualClock } from '../src/clock.js';
-import { loadConfig } from '../src/config.js';
-import { migrate } from '../src/io/db/migrate.js';
-import { PgStore } from '../src/io/db/pg.js';
-import { PgliteStore } from '../src/io/db/pglite.js';
 import type { Store } from '../src/io/db/store.js';
-import { ActorHost } from '../src/runtime/actor-host.js';
-import type { QueueOp, QueueOps, ThreadIn, ThreadOut } from '../src/runtime/protocol.js';
+import type { QueueOp, QueueOps } from '../src/runtime/protocol.js';
 import { freshStore, type StoreLocation } from './helpers.js';
+import { directHost, openStore, type DirectHost } from './fixtures/direct-host.js';
 import { enqueueInput } from './fixtures/enqueue-input.js';
 
 const ORG = '00000000-0000-4000-8000-000000000002';
@@ -24,26 +19,14 @@ const input = (): EnqueueInput => enqueueInput();
 
 describe('rebuilding a large queue', () => {
   let location: StoreLocation;
-  let store: Store;
-  let host: ActorHost;
+  let direct: DirectHost;
   const log: string[] = [];
   const clock = new ManualClock(Date.UTC(2030, 0, 1, 12));
-  const waiting = new Map<number, (m: ThreadOut) => void>();
-  let nextId = 1;
-
-  const ask = <K extends QueueOp>(queue: string, op: K, args: QueueOps[K]['args']): Promise<QueueOps[K]['reply']> => {
-    const id = nextId++;
-    return new Promise((resolve, reject) => {
-      waiting.set(id, (m) => (m.ok && 'value' in m ? resolve(m.value as QueueOps[K]['reply']) : reject(new Error(JSON.stringify(m)))));
-      host.receive([{ t: 'queue', id, org: ORG, queue, op, args } as ThreadIn]);
-    });
-  };
+  const ask = <K extends QueueOp>(queue: string, op: K, args: QueueOps[K]['args']) => direct.ask(ORG, queue, op, args);
 
   before(async () => {
     location = await freshStore();
-    const url = location.env.DATABASE_URL;
-    const real = url ? new PgStore(url, 4) : await PgliteStore.open(path.join(location.env.DATA_DIR!, 'pglite'));
-    await migrate(real);
+    const real = await openStore(location, 4);
     await real.query(
       `INSERT INTO organizations (id, name, slug, plan, limit_overrides, created_at, updated_at) VALUES ($1, 'Big', 'big', 'enterprise', '{}', now(), now())`,
       [ORG],
@@ -56,39 +39,18 @@ describe('rebuilding a large queue', () => {
       [ORG, BIG],
     );
     // Every statement the host sends, by name: the slices of the big queue's window are `ready_jobs`.
-    store = {
+    const store = {
       query: (sql, params, name) => {
         if (name === 'ready_jobs') log.push('slice');
         return real.query(sql, params, name);
       },
       close: () => real.close(),
     } as Store;
-    const config = loadConfig({ DATA_DIR: location.env.DATA_DIR!, ACTOR_THREADS: '1', LOG_LEVEL: 'warn', QUEUE_WINDOW: String(BIG) });
-    host = new ActorHost({
-      index: 0,
-      threads: 1,
-      nodeId: null,
-      config,
-      store,
-      clock,
-      post: (batch) => {
-        for (const m of batch) {
-          const w = waiting.get(m.id);
-          if (!w) continue;
-          waiting.delete(m.id);
-          w(m);
-        }
-      },
-    });
-    await host.boot();
+    direct = await directHost(location, store, clock, { QUEUE_WINDOW: String(BIG) });
     await ask('small', 'enqueue', input());
   });
   after(async () => {
-    await new Promise((resolve) => {
-      const id = nextId++;
-      waiting.set(id, resolve);
-      host.receive([{ t: 'stop', id }]);
-    });
+    await direct.stop();
     await location.dispose();
   });
 

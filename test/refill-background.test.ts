@@ -6,17 +6,12 @@
 // claimed once, in claim order (priority, then age). Structural: a request counts as held when it is not answered
 // within a second, where a commit takes milliseconds.
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
-import { loadConfig } from '../src/config.js';
-import { migrate } from '../src/io/db/migrate.js';
-import { PgStore } from '../src/io/db/pg.js';
-import { PgliteStore } from '../src/io/db/pglite.js';
 import type { Store } from '../src/io/db/store.js';
-import { ActorHost } from '../src/runtime/actor-host.js';
-import type { QueueOp, QueueOps, ThreadIn, ThreadOut } from '../src/runtime/protocol.js';
+import type { QueueOp, QueueOps } from '../src/runtime/protocol.js';
 import { freshStore, type StoreLocation } from './helpers.js';
+import { directHost, openStore, type DirectHost } from './fixtures/direct-host.js';
 import { enqueueInput } from './fixtures/enqueue-input.js';
 
 const ORG = '00000000-0000-4000-8000-000000000005';
@@ -27,23 +22,15 @@ const BACKLOG = 25;
 
 describe('refilling a window while the queue serves on', () => {
   let location: StoreLocation;
-  let host: ActorHost;
+  let direct: DirectHost;
   const clock = new ManualClock(Date.UTC(2030, 0, 1, 12));
-  const waiting = new Map<number, (m: ThreadOut) => void>();
-  let nextId = 1;
   // Refill reads run at once, but their rows wait for `release` while `held` is on.
   let held = false;
   let reads = 0;
   let release: () => void = () => {};
   let gate: Promise<void> = Promise.resolve();
 
-  const ask = <K extends QueueOp>(op: K, args: QueueOps[K]['args']): Promise<QueueOps[K]['reply']> => {
-    const id = nextId++;
-    return new Promise((resolve, reject) => {
-      waiting.set(id, (m) => (m.ok && 'value' in m ? resolve(m.value as QueueOps[K]['reply']) : reject(new Error(JSON.stringify(m)))));
-      host.receive([{ t: 'queue', id, org: ORG, queue: 'q', op, args } as ThreadIn]);
-    });
-  };
+  const ask = <K extends QueueOp>(op: K, args: QueueOps[K]['args']) => direct.ask(ORG, 'q', op, args);
   const claim = async (): Promise<{ id: string; priority: number } | undefined> => {
     const r = await ask('claim', { worker_id: 'w', limit: 1, lease_duration_secs: null, wait_ms: 0 });
     return r.jobs[0] as { id: string; priority: number } | undefined;
@@ -64,9 +51,7 @@ describe('refilling a window while the queue serves on', () => {
 
   before(async () => {
     location = await freshStore();
-    const url = location.env.DATABASE_URL;
-    const real = url ? new PgStore(url, 4) : await PgliteStore.open(path.join(location.env.DATA_DIR!, 'pglite'));
-    await migrate(real);
+    const real = await openStore(location, 4);
     await real.query(
       `INSERT INTO organizations (id, name, slug, plan, limit_overrides, created_at, updated_at) VALUES ($1, 'Refill', 'refill', 'enterprise', '{}', now(), now())`,
       [ORG],
@@ -90,33 +75,12 @@ describe('refilling a window while the queue serves on', () => {
       },
       close: () => real.close(),
     } as Store;
-    const config = loadConfig({ DATA_DIR: location.env.DATA_DIR!, ACTOR_THREADS: '1', LOG_LEVEL: 'warn', QUEUE_WINDOW: String(WINDOW) });
-    host = new ActorHost({
-      index: 0,
-      threads: 1,
-      nodeId: null,
-      config,
-      store,
-      clock,
-      post: (batch) => {
-        for (const m of batch) {
-          const w = waiting.get(m.id);
-          if (!w) continue;
-          waiting.delete(m.id);
-          w(m);
-        }
-      },
-    });
-    await host.boot();
+    direct = await directHost(location, store, clock, { QUEUE_WINDOW: String(WINDOW) });
   });
   after(async () => {
     held = false;
     release();
-    await new Promise((resolve) => {
-      const id = nextId++;
-      waiting.set(id, resolve);
-      host.receive([{ t: 'stop', id }]);
-    });
+    await direct.stop();
     await location.dispose();
   });
 

@@ -563,11 +563,20 @@ export class ActorHost {
    * comes after half a window of claims); else until they are half full (a rebuild: its first message sooner; the
    * refill that follows its first claim tops them up).
    */
-  private async fill(key: string, slot: Live, actor: QueueActor, full: boolean): Promise<void> {
-    await this.committed(key);
+  private fill(key: string, slot: Live, actor: QueueActor, full: boolean): Promise<void> {
     const mode = full ? 'room' : 'due';
-    for (let refills = actor.refills(FILL_SLICE); refills.length > 0; refills = actor.refills(FILL_SLICE, mode)) {
+    return this.readInto(key, slot, actor, (first) => actor.refills(FILL_SLICE, first ? 'due' : mode));
+  }
+
+  /**
+   * Reads the refills `next` names into the actor, a slice at a time with a turn of the event loop between slices,
+   * until it names none (or the actor is dropped). Each slice starts once what the actor wrote so far is committed;
+   * what it pages out from then on is recorded until the rows come (beginRefill, refilled).
+   */
+  private async readInto(key: string, slot: Live, actor: QueueActor, next: (first: boolean) => Refill[]): Promise<void> {
+    for (let refills = next(true), first = true; refills.length > 0; first = false, refills = next(first)) {
       actor.beginRefill(refills);
+      await this.committed(key);
       const pages = await this.readPages(actor, refills);
       if (this.actors.get(key) !== slot) return;
       this.run(key, actor, () => {
@@ -652,20 +661,13 @@ export class ActorHost {
    * claim of a busy queue for the read (a p99 of half a second at 3,000 jobs/s). It goes on while a window has room
    * for a whole slice; the last top-ups are left to the next refill.
    */
-  private async refill(key: string, slot: Live, actor: QueueActor): Promise<void> {
-    for (let refills = actor.refills(FILL_SLICE), first = true; refills.length > 0; refills = actor.refills(FILL_SLICE, 'room'), first = false) {
-      if (!first && refills.every((r) => r.limit < FILL_SLICE)) return;
-      actor.beginRefill(refills);
-      await this.committed(key);
-      const pages = await this.readPages(actor, refills);
-      if (this.actors.get(key) !== slot) return;
-      this.run(key, actor, () => {
-        refills.forEach((r, i) => actor.refilled(r, pages[i]!, this.fx));
-      });
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      if (this.actors.get(key) !== slot) return;
-    }
+  private refill(key: string, slot: Live, actor: QueueActor): Promise<void> {
+    return this.readInto(key, slot, actor, (first) => {
+      const refills = actor.refills(FILL_SLICE, first ? 'due' : 'room');
+      return !first && refills.every((r) => r.limit < FILL_SLICE) ? [] : refills;
+    });
   }
+
 
   /** The actor's timer: paged-out jobs whose expiry came are read back first, then everything due fires. */
   private tickActor(key: string, slot: Live, actor: QueueActor): void {
