@@ -61,6 +61,11 @@ export interface HostOptions {
   nodeId: string | null;
   config: Config;
   store: Store;
+  /**
+   * Where group commits go (default: `store`): connections of their own, so that reads that take long (a rebuild's
+   * million-row counts, a refill) never hold a commit, and every reply of the thread, back waiting for a connection.
+   */
+  commits?: Store;
   clock: Clock;
   /** Posts a batch of replies, events and statistics to the main thread. */
   post(batch: ThreadOut[]): void;
@@ -169,7 +174,7 @@ export class ActorHost {
     };
     this.journal = new Journal({
       depth: config.commitPipeline,
-      commit: (records, actors) => commitBatch(o.store, records, this.fence(actors)),
+      commit: (records, actors) => commitBatch(o.commits ?? o.store, records, this.fence(actors)),
       failure: (err) => {
         if (!(err instanceof FencedError)) return new AppError('UNAVAILABLE', 'The store did not accept the write; nothing was changed');
         this.send({ id: -3, ok: true, fenced: err.shards });
@@ -325,7 +330,7 @@ export class ActorHost {
           clearInterval(this.statsTimer);
           this.journal
             .idle()
-            .then(() => this.o.store.close())
+            .then(() => Promise.all([this.o.store.close(), this.o.commits?.close()]))
             .then(
               () => this.ok(m.id, null),
               (err) => this.fail(m.id, err),

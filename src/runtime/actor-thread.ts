@@ -50,6 +50,8 @@ const host = new ActorHost({
   nodeId: init.nodeId,
   config: init.config,
   store: init.store.kind === 'pg' ? new PgStore(init.store.url, init.config.pgPoolSize) : new RemoteStore(init.store.port),
+  // A connection for each group commit in flight; the embedded store has one session for everything anyway.
+  commits: init.store.kind === 'pg' ? new PgStore(init.store.url, init.config.commitPipeline) : undefined,
   clock: init.clock ? new ManualClock(init.clock) : systemClock,
   post,
 });
