@@ -92,13 +92,15 @@ interface Held {
 }
 /**
  * `busy`: the host reads for the actor; its messages wait here, in order. `tick`: its timer came meanwhile.
- * `refilling`: a refill of its windows is read while it serves on (refillIfLow).
+ * `refilling`: a refill of its windows is read while it serves on (refillIfLow). `uncounted`: an organization actor's
+ * jobs are being counted; the messages that wait for the count (countJobs).
  */
 interface Live {
   actor: Actor;
   busy: Held[] | null;
   tick: boolean;
   refilling?: Promise<void> | null;
+  uncounted?: OrgAsk[] | null;
 }
 type Slot = Live | { loading: Ask[] };
 
@@ -136,8 +138,6 @@ export class ActorHost {
    * are committed (or failed), so it never misses a change the dropped actor already acknowledged.
    */
   private readonly settling = new Map<string, Promise<void>>();
-  /** Organization actors whose jobs are being counted, with the messages that wait for the count. */
-  private readonly uncounted = new Map<OrgActor, OrgAsk[]>();
   private outbox: ThreadOut[] = [];
   private stats: CommitStats = { records: [], ms: [], failed: 0 };
   private readonly statsTimer: NodeJS.Timeout;
@@ -417,7 +417,7 @@ export class ActorHost {
   /** The messages a slot holds back (loading, or suspended). */
   private waitingOn(slot: Slot): Ask[] {
     if ('loading' in slot) return slot.loading;
-    return slot.busy?.map((h) => h.m) ?? [];
+    return [...(slot.busy?.map((h) => h.m) ?? []), ...(slot.uncounted ?? [])];
   }
 
   /** Resolves once the actor serves (or could not be built): its window is filled and its messages dispatched. */
@@ -462,10 +462,10 @@ export class ActorHost {
    */
   private countJobs(key: string, live: Live, actor: OrgActor): void {
     const day = utcDay(this.o.clock.now());
-    this.uncounted.set(actor, []);
+    live.uncounted = [];
     const settle = (): OrgAsk[] => {
-      const held = this.uncounted.get(actor) ?? [];
-      this.uncounted.delete(actor);
+      const held = live.uncounted ?? [];
+      live.uncounted = null;
       return held;
     };
     void this.track(countOrganizationJobs(this.o.store, actor.organizationId, day)).then(
@@ -673,7 +673,6 @@ export class ActorHost {
     });
   }
 
-
   /** The actor's timer: paged-out jobs whose expiry came are read back first, then everything due fires. */
   private tickActor(key: string, slot: Live, actor: QueueActor): void {
     const due = actor.dueUnheld(this.o.clock.now());
@@ -726,12 +725,8 @@ export class ActorHost {
       if (slot && 'actor' in slot && slot.actor instanceof QueueActor) {
         for (const w of slot.actor.drainWaiters()) w.respond(EMPTY_CLAIM);
       }
-      // Messages that waited for a suspended actor never ran: they run on the rebuilt one.
+      // Messages that waited for a suspended actor (or for an organization's count) never ran: they run on the rebuilt one.
       if (slot && 'actor' in slot) rerun.push(...this.waitingOn(slot));
-      if (slot && 'actor' in slot && slot.actor instanceof OrgActor) {
-        rerun.push(...(this.uncounted.get(slot.actor) ?? []));
-        this.uncounted.delete(slot.actor);
-      }
       const settled = new Promise<void>((resolve) => this.journal.after(null, { ok: () => resolve(), fail: () => resolve() }, 0));
       this.settling.set(key, settled);
       void settled.then(() => {
@@ -748,7 +743,8 @@ export class ActorHost {
       // high, as a rebuild does).
       if (!actor.jobsCounted && m.op === 'jobsFinished') return;
       if (actor.waitsForCount(m.op)) {
-        this.uncounted.get(actor)?.push(m);
+        const slot = this.actors.get(actorKey(m.org, ORG_ACTOR));
+        if (slot && 'actor' in slot) slot.uncounted?.push(m);
         return;
       }
       this.currentKey = actorKey(m.org, ORG_ACTOR);
