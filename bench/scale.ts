@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { actorKey, shardOf, threadOf } from '../src/runtime/shard.js';
-import { Client, expectStatus, fmt, now, sleep, startServer, type Context, type Row, type ServerProcess } from './lib.js';
+import { Client, expectStatus, fmt, now, sleep, startServer, type Context, type Row, type ServerProcess, writeTrace } from './lib.js';
 
 const LOOPS = 50;
 
@@ -147,16 +147,19 @@ export async function scale(ctx: Context): Promise<Row[]> {
         let neighbourFirst = 0;
         let neighbourMax = 0;
         let neighbourCount = 0;
+        const trace: Array<[number, number]> = [];
         while (!bigDone || neighbourCount < 2) {
           const t = now();
           const e = await client.post('/api/v1/jobs', { queue_name: neighbour, payload: {} });
           expectStatus(e, 201, 'neighbour enqueue');
+          trace.push([t - r.listening, now() - t]);
           if (neighbourCount === 0) neighbourFirst = now() - t;
           else neighbourMax = Math.max(neighbourMax, now() - t);
           neighbourCount++;
         }
         const first = await firstClaim;
         const readyMs = await readyAt;
+        writeTrace(`scale-neighbour-${level}`, trace);
         const afterRestart = rssMiB(server.pid);
         ctx.log(`${s}: ready ${fmt(readyMs)} ms, first claim ${fmt(first.ms)} ms (${first.got} job), neighbour first ${fmt(neighbourFirst, 1)} ms, then max ${fmt(neighbourMax, 1)} ms over ${neighbourCount - 1}, RSS ${fmt(afterRestart)} MiB`);
         const enqueue = await enqueueRate(client, () => big, ms);

@@ -121,3 +121,100 @@ describe('counting an organization’s jobs after its actor serves', () => {
     assert.equal(u.jobs_today, 2, 'what was admitted meanwhile (the rows were made on another day than the clock’s)');
   });
 });
+
+// Counting a million jobs keeps a PostgreSQL core busy for half a second; beside a rebuild's reads it made every other
+// queue of the node wait (docs/BENCHMARKS.md). A count that no message waits for waits for the thread's rebuild and
+// for the count before it; one that a message waits for does not wait its turn.
+describe('the counts nobody waits for run after the rebuild, one at a time', () => {
+  let location: StoreLocation;
+  let direct: DirectHost;
+  const clock = new ManualClock(Date.UTC(2030, 0, 1, 12));
+  const orgs = {
+    limited: '00000000-0000-4000-8000-000000000011',
+    reported: '00000000-0000-4000-8000-000000000012',
+    first: '00000000-0000-4000-8000-000000000013',
+    second: '00000000-0000-4000-8000-000000000014',
+  };
+  let releaseRebuild: () => void = () => {};
+  const rebuild = new Promise<void>((resolve) => (releaseRebuild = resolve));
+  let releaseCounts: () => void = () => {};
+  let countGate = new Promise<void>((resolve) => (releaseCounts = resolve));
+  const counted: string[] = [];
+  let inflight = 0;
+  let most = 0;
+  const settled = async <T>(p: Promise<T>): Promise<boolean> => {
+    let done = false;
+    void p.then(() => (done = true), () => (done = true));
+    for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+    return done;
+  };
+  /** The rebuild's reads are real statements: waited for in time, not in turns. */
+  const until = async (cond: () => boolean) => {
+    for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  };
+
+  before(async () => {
+    location = await freshStore();
+    const real = await openStore(location, 4);
+    const names = Object.keys(orgs);
+    await real.query(
+      `INSERT INTO organizations (id, name, slug, plan, limit_overrides, created_at, updated_at)
+       SELECT id, name, name, 'enterprise', CASE WHEN name = 'limited' THEN '{"active_jobs": 100}'::jsonb ELSE '{}' END, now(), now()
+         FROM unnest($1::uuid[], $2::text[]) AS o(id, name)`,
+      [names.map((n) => orgs[n as keyof typeof orgs]), names],
+    );
+    // A queue with live jobs: the host rebuilds it at boot, and the rebuild is held at its first read.
+    await real.query(`INSERT INTO queues (organization_id, name, created_at, updated_at) VALUES ($1, 'held', now(), now())`, [orgs.first]);
+    await real.query(
+      `INSERT INTO jobs (id, organization_id, queue_name, status, payload, max_retries, timeout_seconds, created_at, updated_at)
+       VALUES ('00000000-0000-7000-8000-000000000001', $1, 'held', 'pending', '{}', 3, 60, now(), now())`,
+      [orgs.first],
+    );
+    const store = {
+      query: async (sql: string, params?: unknown[], name?: string) => {
+        if (sql.includes('FROM queues WHERE organization_id = $1 AND name = $2')) await rebuild;
+        if (!sql.includes('AS active_jobs')) return real.query(sql, params, name);
+        counted.push(params![0] as string);
+        most = Math.max(most, ++inflight);
+        try {
+          await countGate;
+          return await real.query(sql, params, name);
+        } finally {
+          inflight--;
+        }
+      },
+      close: () => real.close(),
+    } as Store;
+    direct = await directHost(location, store, clock);
+  });
+  after(async () => {
+    releaseRebuild();
+    releaseCounts();
+    await direct.stop();
+    await location.dispose();
+  });
+
+  test('during the rebuild, only the counts a message waits for run; then the others, one at a time', async () => {
+    await direct.askOrg(orgs.first, 'permits', { want: 1, holdMs: 0 });
+    await direct.askOrg(orgs.second, 'permits', { want: 1, holdMs: 0 });
+    const limited = direct.askOrg(orgs.limited, 'admit', { n: 1, payloadBytes: [2], credit: 0 });
+    const usage = direct.askOrg(orgs.reported, 'usage', {});
+    await until(() => counted.length >= 2);
+    assert.equal(await settled(usage), false, 'the usage report waits for its count');
+    assert.deepEqual(counted.sort(), [orgs.limited, orgs.reported].sort(), 'the waited-for counts started during the rebuild; the others did not');
+    releaseCounts();
+    await limited;
+    assert.equal((await usage).active_jobs, 0);
+
+    countGate = new Promise<void>((resolve) => (releaseCounts = resolve));
+    most = 0;
+    releaseRebuild();
+    await until(() => counted.length >= 3);
+    assert.deepEqual(counted.slice(2), [orgs.first], 'after the rebuild, the first deferred count, alone');
+    releaseCounts();
+    await until(() => counted.length >= 4);
+    assert.deepEqual(counted.slice(2), [orgs.first, orgs.second], 'then the next');
+    assert.equal(most, 1, 'never two at once');
+    assert.equal((await direct.askOrg(orgs.first, 'usage', {})).active_jobs, 1, 'counted');
+  });
+});

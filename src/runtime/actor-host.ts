@@ -93,7 +93,7 @@ interface Held {
 /**
  * `busy`: the host reads for the actor; its messages wait here, in order. `tick`: its timer came meanwhile.
  * `refilling`: a refill of its windows is read while it serves on (refillIfLow). `uncounted`: an organization actor's
- * jobs are being counted; the messages that wait for the count (countJobs).
+ * jobs are not counted yet; the messages that wait for the count (countJobs), which `count` starts if it waits its turn.
  */
 interface Live {
   actor: Actor;
@@ -101,6 +101,7 @@ interface Live {
   tick: boolean;
   refilling?: Promise<void> | null;
   uncounted?: OrgAsk[] | null;
+  count?: (() => void) | null;
 }
 type Slot = Live | { loading: Ask[] };
 
@@ -152,6 +153,9 @@ export class ActorHost {
   private readonly works = new Set<Promise<void>>();
   /** Rebuilds of the queues this thread serves (boot, shards taken over) in flight: the node is not ready meanwhile. */
   private rebuilding = 0;
+  /** Counts nobody waits for, in their turn (later). */
+  private readonly counts: Array<() => Promise<void>> = [];
+  private counting = false;
 
   constructor(private readonly o: HostOptions) {
     const { clock, config } = o;
@@ -248,6 +252,32 @@ export class ActorHost {
     const before = this.rebuilding;
     this.rebuilding += delta;
     if ((before === 0) !== (this.rebuilding === 0)) this.send({ id: -4, ok: true, loading: this.rebuilding > 0 });
+    this.nextCount();
+  }
+
+  /**
+   * Runs a count that no message waits for once the thread has no rebuild in flight, one at a time: counting a
+   * million rows keeps a PostgreSQL core busy for half a second, and two of them beside a rebuild's reads made
+   * every other queue of the node wait for the store (docs/BENCHMARKS.md). Returns what starts it at once, for
+   * when a message comes to wait for it.
+   */
+  private later(count: () => Promise<void>): () => void {
+    let started: Promise<void> | null = null;
+    const start = (): Promise<void> => (started ??= count().catch(() => {}));
+    void this.track(new Promise<void>((resolve) => this.counts.push(() => start().then(resolve))));
+    this.nextCount();
+    return () => void start();
+  }
+
+  private nextCount(): void {
+    if (this.counting || this.rebuilding > 0) return;
+    const next = this.counts.shift();
+    if (!next) return;
+    this.counting = true;
+    void next().then(() => {
+      this.counting = false;
+      this.nextCount();
+    });
   }
 
   private shardOfKey(key: string): number {
@@ -457,33 +487,41 @@ export class ActorHost {
 
   /**
    * Counts an organization's jobs while its actor already answers everything else (the request rate, resource
-   * quotas), then runs the admissions that waited for the count, in order. A count that fails drops the actor (rebuilt
+   * quotas), then runs the messages that waited for the count, in order. A count that fails drops the actor (rebuilt
    * at its next message) and what waited answers 503.
    */
   private countJobs(key: string, live: Live, actor: OrgActor): void {
-    const day = utcDay(this.o.clock.now());
     live.uncounted = [];
     const settle = (): OrgAsk[] => {
       const held = live.uncounted ?? [];
       live.uncounted = null;
+      live.count = null;
       return held;
     };
-    void this.track(countOrganizationJobs(this.o.store, actor.organizationId, day)).then(
-      (c) => {
-        const held = settle();
-        if (this.actors.get(key) !== live) return;
-        actor.countedJobs(day, c.activeJobs, c.createdToday);
-        for (const m of held) this.dispatch(m, actor);
-      },
-      (err: unknown) => {
+    const count = async (): Promise<void> => {
+      if (this.actors.get(key) !== live) return;
+      const day = utcDay(this.o.clock.now());
+      let c: { activeJobs: number; createdToday: number };
+      try {
+        c = await countOrganizationJobs(this.o.store, actor.organizationId, day);
+      } catch (err) {
         const held = settle();
         if (this.actors.get(key) !== live) return;
         console.error(`[actor-thread ${this.o.index}] could not count the jobs of ${key}; rebuilding it:`, (err as Error)?.message ?? err);
         this.drop(new Set([key]));
         const e = new AppError('UNAVAILABLE', 'The organization could not be read from the store; retry');
         for (const m of held) this.fail(m.id, e);
-      },
-    );
+        return;
+      }
+      const held = settle();
+      if (this.actors.get(key) !== live) return;
+      actor.countedJobs(day, c.activeJobs, c.createdToday);
+      for (const m of held) this.dispatch(m, actor);
+    };
+    // Under a plan that limits jobs every admission waits for the count: it runs now (such a plan caps the backlog,
+    // so the count is small). Otherwise only a usage report waits for it, and starts it if it has not run yet.
+    if (actor.waitsForCount('admit')) void this.track(count());
+    else live.count = this.later(count);
   }
 
   /** Keeps a read for actors in `works` while it runs (a manual clock's tick waits for them: `quiet`). */
@@ -744,7 +782,10 @@ export class ActorHost {
       if (!actor.jobsCounted && m.op === 'jobsFinished') return;
       if (actor.waitsForCount(m.op)) {
         const slot = this.actors.get(actorKey(m.org, ORG_ACTOR));
-        if (slot && 'actor' in slot) slot.uncounted?.push(m);
+        if (slot && 'actor' in slot) {
+          slot.uncounted?.push(m);
+          slot.count?.();
+        }
         return;
       }
       this.currentKey = actorKey(m.org, ORG_ACTOR);
