@@ -298,7 +298,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     const bound = config.host === '0.0.0.0' ? '0.0.0.0, every interface' : config.host === '127.0.0.1' ? '127.0.0.1, this machine only' : config.host;
     log.info(
       `listening on http://${host}:${port} (HTTP, dashboard at /ui/) and ${host}:${grpcPort} (gRPC), bound to ${bound}; ` +
-        `${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads} actor threads, version ${VERSION}`,
+        `${config.databaseUrl ? 'PostgreSQL' : `embedded store in ${config.dataDir}`}, ${config.actorThreads === 0 ? 'actors on the main thread' : `${config.actorThreads} actor threads`}, version ${VERSION}`,
       undefined,
       { address: config.host, http_port: port, grpc_port: grpcPort, version: VERSION },
     );

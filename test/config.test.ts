@@ -2,7 +2,7 @@
 // result is frozen.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, defaultActorThreads, loadConfig } from '../src/config.js';
 
 test('defaults', () => {
   const c = loadConfig({});
@@ -18,7 +18,8 @@ test('defaults', () => {
   // Many nodes: a node that stops renewing loses its shards 10 s after its last renewal (issue 11).
   assert.equal(c.clusterLeaseMs, 10_000);
   assert.equal(c.shardCount, 256);
-  assert.ok(c.actorThreads >= 1);
+  assert.equal(c.actorThreads, defaultActorThreads());
+  assert.deepEqual([1, 2, 3, 8].map((n) => defaultActorThreads(n)), [0, 0, 3, 8], 'none on two cores or fewer (actors on the main thread)');
   assert.ok(Object.isFrozen(c));
 });
 

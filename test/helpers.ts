@@ -155,10 +155,13 @@ export interface TestNode {
   stop(): Promise<void>;
 }
 
+// Nodes run two actor threads unless a test says otherwise; SLUICE_TEST_ACTOR_THREADS=0 runs the suite with the actors
+// on the main thread (the default on two cores or fewer).
+
 /** A whole node in this process on an ephemeral port, with its own fresh store. */
 export async function startTestNode(opts: { clock?: Clock; env?: Record<string, string>; store?: StoreLocation } = {}): Promise<TestNode> {
   const store = opts.store ?? (await freshStore());
-  const env = { HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0', LOG_LEVEL: 'warn', ACTOR_THREADS: '2', ...store.env, ...opts.env };
+  const env = { HOST: '127.0.0.1', PORT: '0', GRPC_PORT: '0', LOG_LEVEL: 'warn', ACTOR_THREADS: process.env.SLUICE_TEST_ACTOR_THREADS ?? '2', ...store.env, ...opts.env };
   const node = await startNode({ config: loadConfig(env), clock: opts.clock });
   if (!node.bootstrapKey) throw new Error('a fresh store should bootstrap the default organization');
   return {
@@ -202,7 +205,7 @@ function nodeCommand(): string[] {
 export async function spawnNode(env: Record<string, string>): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const child = spawn(process.execPath, nodeCommand(), {
     cwd: ROOT,
-    env: { ...process.env, HOST: '127.0.0.1', GRPC_PORT: '0', LOG_LEVEL: 'info', ACTOR_THREADS: '2', ...env },
+    env: { ...process.env, HOST: '127.0.0.1', GRPC_PORT: '0', LOG_LEVEL: 'info', ACTOR_THREADS: process.env.SLUICE_TEST_ACTOR_THREADS ?? '2', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

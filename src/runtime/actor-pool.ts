@@ -9,7 +9,8 @@ import { ManualClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { StoreLink } from '../io/db/store.js';
-import type { ThreadInit } from './actor-thread.js';
+import type { ThreadInit } from './host-start.js';
+import { InlineThread } from './inline-thread.js';
 import { ORG_ACTOR, type CommitStats, type OrgOp, type OrgOps, type QueueOp, type QueueOps, type Routed, type ThreadIn, type ThreadOut } from './protocol.js';
 import { actorKey, shardOf, threadOf } from './shard.js';
 import { spawnWorker } from './spawn.js';
@@ -21,7 +22,7 @@ interface Pending {
 
 interface Thread {
   index: number;
-  worker: Worker;
+  worker: Worker | InlineThread;
   pending: Map<number, Pending>;
   outbox: ThreadIn[];
   ready: Promise<void>;
@@ -59,7 +60,8 @@ export class ActorPool {
   }
 
   async start(): Promise<void> {
-    for (let i = 0; i < this.config.actorThreads; i++) this.threads.push(this.spawn(i));
+    // ACTOR_THREADS=0: one host on the main thread (inline-thread.ts).
+    for (let i = 0; i < Math.max(1, this.config.actorThreads); i++) this.threads.push(this.spawn(i));
     await Promise.all(this.threads.map((t) => t.ready));
   }
 
@@ -202,13 +204,15 @@ export class ActorPool {
     const { link, transfer } = this.makeLink();
     const workerData: ThreadInit = {
       index,
-      threads: this.config.actorThreads,
+      threads: Math.max(1, this.config.actorThreads),
       nodeId: this.nodeId,
       config: this.config,
       store: link,
       clock: this.clock instanceof ManualClock ? this.clock.buffer : null,
     };
-    const worker = spawnWorker(new URL('./actor-thread.ts', import.meta.url), { workerData, transferList: transfer });
+    const worker = this.config.actorThreads === 0
+      ? new InlineThread(workerData)
+      : spawnWorker(new URL('./actor-thread.ts', import.meta.url), { workerData, transferList: transfer });
     let ready!: { resolve(): void; reject(e: Error): void };
     const t: Thread = {
       index,

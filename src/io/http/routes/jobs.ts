@@ -12,7 +12,11 @@ import type { Request, Response, Route } from '../router.js';
 const jobId = (req: Request): string => idOf('Job', req.params.id!);
 
 /** 201 with the new job, or 200 with the job holding its idempotency key. */
-export const presentEnqueued = ({ created, job }: Enqueued): Response => ({ status: created ? 201 : 200, body: { ...presentJob(job), created } });
+export const presentEnqueued = ({ created, job }: Enqueued): Response => {
+  const body = presentJob(job);
+  body.created = created;
+  return { status: created ? 201 : 200, body };
+};
 
 /** What the document says of a bulk item: a job definition whose queue_name may come from the defaults. */
 const BulkItem = Type.Object({ ...JobDefinition.properties, queue_name: Type.Optional(QueueName) });
