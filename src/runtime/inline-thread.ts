@@ -1,6 +1,6 @@
 // An actor "thread" on the main thread (ACTOR_THREADS=0): the same ActorHost, reached without a worker. On a small
 // machine a message between threads costs more than the work it carries: a round trip to an idle worker took
-// 60-70 µs of the sender's CPU on the 2-core machine of docs/BENCHMARKS.md, most of it in the kernel waking the
+// 35-70 µs of the sender's CPU on the 2-core machine of docs/BENCHMARKS.md, most of it in the kernel waking the
 // other thread. Messages are still copied both ways (structuredClone), so that neither side ever shares an object
 // with the other, exactly as across a worker.
 import { EventEmitter } from 'node:events';
