@@ -18,7 +18,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { defaultActorThreads } from '../src/config.js';
+import { actorHosts, defaultActorThreads } from '../src/config.js';
 import { actorKey, shardOf, threadOf } from '../src/runtime/shard.js';
 import { Client, expectStatus, fmt, now, sleep, startServer, type Context, type Row, type ServerProcess, writeTrace } from './lib.js';
 
@@ -91,8 +91,7 @@ function sameThread(org: string, queue: string, threads: number): string {
 
 export async function scale(ctx: Context): Promise<Row[]> {
   const ms = Number(process.env.SCALE_SECONDS ?? 5) * 1000;
-  // The hosts of the node's actors: one per actor thread, or the main thread's (ACTOR_THREADS=0).
-  const threads = Math.max(1, Number(process.env.ACTOR_THREADS ?? defaultActorThreads()));
+  const threads = actorHosts(Number(process.env.ACTOR_THREADS ?? defaultActorThreads()));
   const db = new pg.Client(ctx.databaseUrl);
   await db.connect();
   const rows: Row[] = [];

@@ -99,6 +99,11 @@ export function defaultActorThreads(cores = os.availableParallelism()): number {
   return cores <= 2 ? 0 : cores;
 }
 
+/** The actor hosts of a node: one per actor thread, or the main thread's one when ACTOR_THREADS is 0. */
+export function actorHosts(actorThreads: number): number {
+  return Math.max(1, actorThreads);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const str = (name: string, fallback: string): string => {

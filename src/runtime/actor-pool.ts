@@ -6,7 +6,7 @@ import type { TransferListItem, Worker } from 'node:worker_threads';
 import type { DomainEvent } from '../actors/records.js';
 import type { Clock } from '../clock.js';
 import { ManualClock } from '../clock.js';
-import type { Config } from '../config.js';
+import { actorHosts, type Config } from '../config.js';
 import { AppError } from '../errors.js';
 import type { StoreLink } from '../io/db/store.js';
 import type { ThreadInit } from './host-start.js';
@@ -61,7 +61,7 @@ export class ActorPool {
 
   async start(): Promise<void> {
     // ACTOR_THREADS=0: one host on the main thread (inline-thread.ts).
-    for (let i = 0; i < Math.max(1, this.config.actorThreads); i++) this.threads.push(this.spawn(i));
+    for (let i = 0; i < actorHosts(this.config.actorThreads); i++) this.threads.push(this.spawn(i));
     await Promise.all(this.threads.map((t) => t.ready));
   }
 
@@ -204,7 +204,7 @@ export class ActorPool {
     const { link, transfer } = this.makeLink();
     const workerData: ThreadInit = {
       index,
-      threads: Math.max(1, this.config.actorThreads),
+      threads: actorHosts(this.config.actorThreads),
       nodeId: this.nodeId,
       config: this.config,
       store: link,
