@@ -38,6 +38,7 @@ import { QueueMetricsBook } from '../actors/queue/queue-metrics.js';
 import { OrgActor, utcDay } from '../actors/org/org-actor.js';
 import type { DomainEvent, Effects, JournalRecord, Reply } from '../actors/records.js';
 import type { Store } from '../io/db/store.js';
+import { analyzeJobsIfGrown } from '../io/db/sql/analyzeJobsIfGrown.js';
 import { commitBatch, FencedError, type Fence } from '../io/db/sql/commitBatch.js';
 import { liveQueues } from '../io/db/sql/liveQueues.js';
 import { loadOrganization } from '../io/db/sql/loadOrganization.js';
@@ -109,6 +110,8 @@ type Slot = Live | { loading: Ask[] };
 const FILL_SLICE = 500;
 /** Queues a thread rebuilds at once at boot or when it takes shards over. */
 const BOOT_LOADS = 4;
+/** Jobs a thread inserts before it first asks whether the planner's statistics still fit the table (analyzeJobsIfGrown). */
+const GROWTH_CHECK = 1_000;
 
 interface Wake {
   at: number;
@@ -156,6 +159,10 @@ export class ActorHost {
   /** Counts nobody waits for, in their turn (later). */
   private readonly counts: Array<() => Promise<void>> = [];
   private counting = false;
+  /** Jobs this thread inserted since the statistics were last checked, the rows they counted then, the check running. */
+  private inserted = 0;
+  private analyzed = 0;
+  private analyzing: Promise<void> | null = null;
 
   constructor(private readonly o: HostOptions) {
     const { clock, config } = o;
@@ -178,7 +185,12 @@ export class ActorHost {
     };
     this.journal = new Journal({
       depth: config.commitPipeline,
-      commit: (records, actors) => commitBatch(o.commits ?? o.store, records, this.fence(actors)),
+      commit: (records, actors) => {
+        const done = commitBatch(o.commits ?? o.store, records, this.fence(actors));
+        // Counted once written, so that the statistics taken next see them.
+        done.then(() => this.grew(records), () => {});
+        return done;
+      },
       failure: (err) => {
         if (!(err instanceof FencedError)) return new AppError('UNAVAILABLE', 'The store did not accept the write; nothing was changed');
         this.send({ id: -3, ok: true, fenced: err.shards });
@@ -360,6 +372,7 @@ export class ActorHost {
           clearInterval(this.statsTimer);
           this.journal
             .idle()
+            .then(() => this.analyzing)
             .then(() => Promise.all([this.o.store.close(), this.o.commits?.close()]))
             .then(
               () => this.ok(m.id, null),
@@ -522,6 +535,29 @@ export class ActorHost {
     // so the count is small). Otherwise only a usage report waits for it, and starts it if it has not run yet.
     if (actor.waitsForCount('admit')) void this.track(count());
     else live.count = this.later(count);
+  }
+
+  /**
+   * Counts the jobs a commit inserts and, once they could outnumber the rows the planner's statistics counted, has
+   * the statistics checked (one check at a time, off every actor's path). Each thread counts its own inserts, so
+   * with several threads a table is analyzed a little later than it doubles.
+   */
+  private grew(records: readonly JournalRecord[]): void {
+    for (const r of records) if (r.kind === 'insert') this.inserted++;
+    if (this.analyzing !== null || this.inserted < Math.max(GROWTH_CHECK, this.analyzed)) return;
+    const seen = this.inserted;
+    this.analyzing = analyzeJobsIfGrown(this.o.store, seen)
+      .then(
+        (rows) => {
+          this.analyzed = rows;
+        },
+        () => {},
+      )
+      .finally(() => {
+        // A failed check is not retried at once: the next one waits for as many inserts again.
+        this.inserted -= seen;
+        this.analyzing = null;
+      });
   }
 
   /** Keeps a read for actors in `works` while it runs (a manual clock's tick waits for them: `quiet`). */
