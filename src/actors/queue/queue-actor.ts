@@ -119,6 +119,42 @@ export interface LiveJob {
   pinned?: boolean;
 }
 
+/**
+ * Every LiveJob is made here, each field in one order and none added later, so that every job shares one object
+ * shape: the ready heap compares jobs millions of times, and jobs of four shapes (made by enqueue, rebuild, refill
+ * and revive, with `win` and `pinned` added on first placing) made those comparisons 2–3× dearer (docs/BENCHMARKS.md).
+ */
+export function liveJobOf(r: Omit<LiveJob, 'ver' | 'win' | 'pinned'>): LiveJob {
+  return {
+    id: r.id,
+    status: r.status,
+    priority: r.priority,
+    retry_count: r.retry_count,
+    max_retries: r.max_retries,
+    timeout_seconds: r.timeout_seconds,
+    last_error: r.last_error,
+    scheduled_at: r.scheduled_at,
+    started_at: r.started_at,
+    due_at: r.due_at,
+    assigned_worker_id: r.assigned_worker_id,
+    lease_id: r.lease_id,
+    lease_expires_at: r.lease_expires_at,
+    lease_ms: r.lease_ms,
+    idempotency_key: r.idempotency_key,
+    callback: r.callback,
+    workflow_id: r.workflow_id,
+    blocked: r.blocked,
+    concurrency_key: r.concurrency_key,
+    idempotency_expires_at: r.idempotency_expires_at,
+    debounce_key: r.debounce_key,
+    debounce_until: r.debounce_until,
+    expires_at: r.expires_at ?? null,
+    ver: 0,
+    win: null,
+    pinned: false,
+  };
+}
+
 export interface Entry {
   job: LiveJob;
   ver: number;
@@ -359,7 +395,7 @@ export class QueueActor {
     if (queue?.concurrency_per_key != null) this.useLanes();
     if (queue?.rate_limit) this.rate = rateWindow(queue.rate_limit, null);
     for (const row of live) {
-      const job: LiveJob = { ...row, ver: 0 };
+      const job = liveJobOf(row);
       this.place(job);
       if (job.status === 'processing') this.started(job);
       this.armExpiry(job);
@@ -576,7 +612,7 @@ export class QueueActor {
 
   /** A row read back from the store, held (not placed: the caller does). */
   private hold(row: Omit<LiveJob, 'ver'>): LiveJob {
-    const job: LiveJob = { ...row, ver: 0, win: null, pinned: false };
+    const job = liveJobOf(row);
     this.jobs.set(job.id, job);
     if (job.idempotency_key !== null) this.keys.set(job.idempotency_key, job);
     if (job.debounce_key !== null && job.started_at === null) {
@@ -680,7 +716,7 @@ export class QueueActor {
       debounce_until: debounce !== null && debounce.max_delay_ms !== null ? now + debounce.max_delay_ms : null,
       expires_at: input.expires_at ?? null,
     };
-    const job: LiveJob = {
+    const job = liveJobOf({
       id,
       status: key !== null ? 'provisional' : row.status as LiveStatus,
       priority: row.priority,
@@ -704,8 +740,7 @@ export class QueueActor {
       debounce_key: row.debounce_key,
       debounce_until: row.debounce_until,
       expires_at: row.expires_at ?? null,
-      ver: 0,
-    };
+    });
     this.jobs.set(id, job);
     if (key !== null) this.keys.set(key, job);
     if (debounce !== null) this.debounces.set(debounce.key, job);
@@ -966,7 +1001,7 @@ export class QueueActor {
     const revived: LiveJob[] = [];
     const outcomes: Array<ReviveOutcome | LiveJob> = inputs.map((input) => {
       if (this.jobs.has(input.id)) return { id: input.id, revived: false, reason: 'the job is already live' };
-      const job: LiveJob = {
+      const job = liveJobOf({
         id: input.id,
         status: 'provisional',
         priority: input.priority,
@@ -991,8 +1026,7 @@ export class QueueActor {
         debounce_key: null,
         debounce_until: null,
         expires_at: null,
-        ver: 0,
-      };
+      });
       this.jobs.set(job.id, job);
       // A retry is another chance to run: an expiry of the first one no longer holds.
       fx.write({ kind: 'update', id: job.id, state: { ...this.state(job, now), status: 'pending' }, returning: true, onlyFrom: from, clearExpiry: true });
