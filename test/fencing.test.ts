@@ -109,6 +109,32 @@ describe('the fence of a group commit', () => {
     }
   });
 
+  test('a lease renewal neither waits for a commit in flight nor holds it up; a hand-over waits for it', { skip: STORE !== 'pg' && 'one connection: PGlite runs statements one at a time' }, async () => {
+    await store.query(`INSERT INTO shards (shard) VALUES (100003) ON CONFLICT DO NOTHING`);
+    await store.query(`UPDATE shards SET owner = $1, epoch = 1, lease_until = now() + interval '1 minute' WHERE shard = 100003`, [A]);
+    await store.exec(`
+      CREATE FUNCTION slow_insert2() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.queue_name = 'fenced-renew' THEN PERFORM pg_sleep(0.6); END IF; RETURN NEW; END $$;
+      CREATE TRIGGER slow2 BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION slow_insert2();`);
+    try {
+      const order: string[] = [];
+      const commit = commitBatch(store, [insert('fenced-renew')], { node: A, shards: [100003], epochs: ['1'] }).then(() => order.push('commit'));
+      await new Promise((r) => setTimeout(r, 150));
+      // Renewals of every shard run every few seconds: one that waited for each shard's commits in flight held the
+      // rows it had already locked, and so every commit of those shards, for as long.
+      const renewed = await renewShards(store, A, 60_000, [{ shard: 100003, epoch: '1' }]);
+      order.push('renewal');
+      assert.deepEqual(renewed, [{ shard: 100003, epoch: '1' }]);
+      // A hand-over written as a plain update still waits: owner and epoch are key columns (migration 0024).
+      const handover = store.query(`UPDATE shards SET owner = NULL, lease_until = NULL WHERE shard = 100003`).then(() => order.push('hand-over'));
+      await Promise.all([commit, handover]);
+      assert.deepEqual(order, ['renewal', 'commit', 'hand-over']);
+      assert.equal(await count('fenced-renew'), 1);
+    } finally {
+      await store.exec(`DROP TRIGGER slow2 ON jobs; DROP FUNCTION slow_insert2();`);
+    }
+  });
+
   test('updates and queue rows are fenced too', async () => {
     const rec = insert('fenced-upd');
     await commitBatch(store, [rec], { node: B, shards: [100001], epochs: ['8'] });

@@ -1,6 +1,6 @@
 // acquireShards — takes up to `limit` shards that nobody holds (never owned, released, or a lease that ran out),
 // each under a new epoch: from then on the previous owner's commits of that shard write nothing. SKIP LOCKED
-// leaves a shard whose previous owner is committing right now (its commit holds the row FOR SHARE) for the next
+// leaves a shard whose previous owner is committing right now (its commit holds the row FOR KEY SHARE) for the next
 // round, instead of waiting on it. `which` names the shards to look at (-1: the leader lease).
 import type { Store } from '../store.js';
 

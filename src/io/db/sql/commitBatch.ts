@@ -13,12 +13,14 @@ import type { Store } from '../store.js';
 
 /**
  * The shards the records belong to, with the epochs this node holds them under. The statement takes each shard
- * row FOR SHARE and writes nothing unless every one is still this node's under that epoch: a node that took a
- * shard over (a new epoch) waits for this commit to end before its own update of the row goes through, and a
- * commit that starts after the takeover finds the new epoch and writes nothing. Either way the new owner loads
- * the shard's rows only after the old owner's last write. Shard rows are locked in shard order, here and in every
- * statement that changes them (renew, release, seize, acquire): two commits of one node and a renewal locking
- * the same rows in different orders deadlocked under load (PostgreSQL answered 40P01).
+ * row FOR KEY SHARE and writes nothing unless every one is still this node's under that epoch: a node that took a
+ * shard over (a new epoch or owner: key columns, migration 0024, so the update locks the row FOR UPDATE) waits for
+ * this commit to end before its own update of the row goes through, and a commit that starts after the takeover
+ * finds the new epoch and writes nothing. Either way the new owner loads the shard's rows only after the old
+ * owner's last write. KEY SHARE is the weakest lock that does this: a lease renewal, which changes only
+ * `lease_until` (FOR NO KEY UPDATE), neither waits for the commits in flight nor holds them up. Shard rows are
+ * locked in shard order, here and in every statement that changes them: two commits of one node and a renewal
+ * locking the same rows in different orders deadlocked under load (PostgreSQL answered 40P01).
  */
 export interface Fence {
   node: string;
@@ -106,7 +108,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
     ctes.push(`fence AS (
       SELECT shard FROM shards
       WHERE owner = ${p1(fence.node, 'uuid')} AND (shard, epoch) IN (SELECT * FROM unnest(${p(fence.shards, 'int')}, ${p(fence.epochs, 'bigint')}))
-      ORDER BY shard FOR SHARE)`);
+      ORDER BY shard FOR KEY SHARE)`);
     ctes.push(`fenced AS (SELECT count(*) = ${p1(fence.shards.length, 'int')} AS ok FROM fence)`);
     guard = ' AND (SELECT ok FROM fenced)';
     selects.push(`SELECT 'f' AS k, NULL::uuid AS id, NULL::jsonb AS row FROM fenced WHERE NOT ok`);

@@ -3,7 +3,9 @@
 // out (this node was paused or cut off), and its actors here must go. Only leases the node knows are renewed, so
 // a row written for it by someone else cannot stay held by a node that does not serve it. The lease runs `ttlMs`
 // from the database's clock. Rows are locked in shard order, as every statement on shards locks them (see
-// commitBatch's fence): two statements locking several shard rows in different orders could deadlock.
+// commitBatch's fence): two statements locking several shard rows in different orders could deadlock. NO KEY
+// UPDATE, the lock of a plain update: it does not conflict with the commits' KEY SHARE fence, so a renewal
+// neither waits for the commits in flight nor makes them wait, while a takeover (FOR UPDATE) still waits for it.
 import type { Store } from '../store.js';
 import type { ShardLease } from './acquireShards.js';
 
@@ -12,7 +14,7 @@ export async function renewShards(store: Store, node: string, ttlMs: number, lea
   return store.query<ShardLease>(
     `UPDATE shards s SET lease_until = now() + make_interval(secs => $2::double precision / 1000)
      FROM (SELECT sh.shard FROM shards sh JOIN unnest($3::int[], $4::bigint[]) AS l(shard, epoch) ON sh.shard = l.shard AND sh.epoch = l.epoch
-            WHERE sh.owner = $1 AND sh.lease_until > now() ORDER BY sh.shard FOR UPDATE OF sh) AS k
+            WHERE sh.owner = $1 AND sh.lease_until > now() ORDER BY sh.shard FOR NO KEY UPDATE OF sh) AS k
      WHERE s.shard = k.shard
      RETURNING s.shard, s.epoch::text AS epoch`,
     [node, ttlMs, `{${leases.map((l) => l.shard).join(',')}}`, `{${leases.map((l) => l.epoch).join(',')}}`],
