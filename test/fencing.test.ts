@@ -65,6 +65,24 @@ function insert(queue: string): JournalRecord {
 
 const count = async (queue: string) => (await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE queue_name = $1`, [queue]))[0]!.n;
 
+/**
+ * Runs `fn` with shard `shard` held by `node` under epoch 1, and with every insert into `queue` sleeping `seconds`
+ * inside the commit's statement, after the fence has taken its row lock: a commit in flight that a test can race.
+ */
+async function withSlowCommit(shard: number, node: string, queue: string, seconds: number, fn: () => Promise<void>): Promise<void> {
+  await store.query(`INSERT INTO shards (shard) VALUES ($1) ON CONFLICT DO NOTHING`, [shard]);
+  await store.query(`UPDATE shards SET owner = $1, epoch = 1, lease_until = now() + interval '1 minute' WHERE shard = $2`, [node, shard]);
+  await store.exec(`
+    CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN IF NEW.queue_name = '${queue}' THEN PERFORM pg_sleep(${seconds}); END IF; RETURN NEW; END $$;
+    CREATE TRIGGER slow BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION slow_insert();`);
+  try {
+    await fn();
+  } finally {
+    await store.exec(`DROP TRIGGER slow ON jobs; DROP FUNCTION slow_insert();`);
+  }
+}
+
 describe('the fence of a group commit', () => {
   // Shards of a separate range of this test's own: the node under test owns its own shards of this database.
   const A = randomUUID();
@@ -89,14 +107,7 @@ describe('the fence of a group commit', () => {
   });
 
   test('a takeover waits for the commit in flight of the old owner, so the new owner loads its last writes', { skip: STORE !== 'pg' && 'one connection: PGlite runs statements one at a time' }, async () => {
-    await store.query(`INSERT INTO shards (shard) VALUES (100002) ON CONFLICT DO NOTHING`);
-    await store.query(`UPDATE shards SET owner = $1, epoch = 1, lease_until = now() + interval '1 minute' WHERE shard = 100002`, [A]);
-    // A commit that takes a moment inside the statement, after the fence has taken its row lock.
-    await store.exec(`
-      CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF NEW.queue_name = 'fenced-slow' THEN PERFORM pg_sleep(0.4); END IF; RETURN NEW; END $$;
-      CREATE TRIGGER slow BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION slow_insert();`);
-    try {
+    await withSlowCommit(100002, A, 'fenced-slow', 0.4, async () => {
       const order: string[] = [];
       const commit = commitBatch(store, [insert('fenced-slow')], { node: A, shards: [100002], epochs: ['1'] }).then(() => order.push('commit'));
       await new Promise((r) => setTimeout(r, 100));
@@ -104,19 +115,11 @@ describe('the fence of a group commit', () => {
       await Promise.all([commit, takeover]);
       assert.deepEqual(order, ['commit', 'takeover']);
       assert.equal(await count('fenced-slow'), 1);
-    } finally {
-      await store.exec(`DROP TRIGGER slow ON jobs; DROP FUNCTION slow_insert();`);
-    }
+    });
   });
 
   test('a lease renewal neither waits for a commit in flight nor holds it up; a hand-over waits for it', { skip: STORE !== 'pg' && 'one connection: PGlite runs statements one at a time' }, async () => {
-    await store.query(`INSERT INTO shards (shard) VALUES (100003) ON CONFLICT DO NOTHING`);
-    await store.query(`UPDATE shards SET owner = $1, epoch = 1, lease_until = now() + interval '1 minute' WHERE shard = 100003`, [A]);
-    await store.exec(`
-      CREATE FUNCTION slow_insert2() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF NEW.queue_name = 'fenced-renew' THEN PERFORM pg_sleep(0.6); END IF; RETURN NEW; END $$;
-      CREATE TRIGGER slow2 BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION slow_insert2();`);
-    try {
+    await withSlowCommit(100003, A, 'fenced-renew', 0.6, async () => {
       const order: string[] = [];
       const commit = commitBatch(store, [insert('fenced-renew')], { node: A, shards: [100003], epochs: ['1'] }).then(() => order.push('commit'));
       await new Promise((r) => setTimeout(r, 150));
@@ -130,9 +133,7 @@ describe('the fence of a group commit', () => {
       await Promise.all([commit, handover]);
       assert.deepEqual(order, ['renewal', 'commit', 'hand-over']);
       assert.equal(await count('fenced-renew'), 1);
-    } finally {
-      await store.exec(`DROP TRIGGER slow2 ON jobs; DROP FUNCTION slow_insert2();`);
-    }
+    });
   });
 
   test('updates and queue rows are fenced too', async () => {
