@@ -1,4 +1,4 @@
-// Jobs and workers as the API shows them (REST and gRPC). Rows come from SELECT (Dates), from RETURNING to_jsonb
+// Jobs and workers as the API shows them (REST and gRPC). Rows come from SELECT (Dates), from RETURNING row_to_json
 // (strings) or from an actor (epoch ms); every timestamp leaves as ISO 8601 UTC. The completion webhook secret never leaves.
 import type { WorkerRow } from './db/sql/getWorker.js';
 

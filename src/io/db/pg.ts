@@ -8,7 +8,7 @@ export class PgStore implements Store {
   private readonly pool: pg.Pool;
 
   constructor(url: string, poolSize: number) {
-    // UTC sessions: to_jsonb() of a timestamptz then always reads as an instant with +00:00.
+    // UTC sessions: row_to_json() of a timestamptz then always reads as an instant with +00:00.
     // A server that stops answering must not hold requests forever: connecting gives up after 5 s (then 503).
     this.pool = new pg.Pool({
       connectionString: url,
