@@ -1,12 +1,13 @@
 // liveQueues — the (organization, queue) pairs that hold live jobs: the actors a thread rebuilds at boot so
-// that their lease and schedule timers run without waiting for a request. One probe of jobs_live per queue row,
-// not a walk over every live job (a queue may hold a million).
+// that their lease and schedule timers run without waiting for a request. One probe of jobs_live per queue row
+// (LATERAL … LIMIT 1), not a walk over every live job: written as EXISTS, the planner made it a semi-join that read
+// all of jobs_live, 1.3 s of a core for a queue of a million jobs at every boot (docs/BENCHMARKS.md).
 import type { Store } from '../store.js';
 
 export async function liveQueues(store: Store): Promise<Array<{ organization_id: string; queue_name: string }>> {
   return store.query(
     `SELECT q.organization_id, q.name AS queue_name FROM queues q
-      WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.organization_id = q.organization_id AND j.queue_name = q.name
-                       AND j.status IN ('pending', 'scheduled', 'processing'))`,
+       CROSS JOIN LATERAL (SELECT 1 FROM jobs j WHERE j.organization_id = q.organization_id AND j.queue_name = q.name
+                              AND j.status IN ('pending', 'scheduled', 'processing') LIMIT 1) live`,
   );
 }
