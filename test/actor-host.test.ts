@@ -237,8 +237,14 @@ describe('ActorHost without a thread', () => {
     });
     await assert.rejects(revive, (e: Error & { code?: string }) => e.code === 'INTERNAL' && e.message === 'The reply could not be encoded');
     assert.equal(await status(deep.job.id), 'pending');
-    // The host serves on, that queue included.
+    // The host serves on, that queue included; and a row as deep as the edge may be set to accept (BODY_MAX_DEPTH at
+    // its most, 1,000 levels, all of them the payload's, under the row's own) goes out.
     assert.ok((await ask('deep1', 'enqueue', input())).created);
+    const deepest = await ask('deep4', 'enqueue', input());
+    assert.ok(deepest.created);
+    await store.query('UPDATE jobs SET payload = $2::jsonb WHERE id = $1', [deepest.job.id, `${'{"a":'.repeat(1_000)}1${'}'.repeat(1_000)}`]);
+    const [row] = (await ask('deep4', 'claim', { worker_id: 'w', limit: 1, lease_duration_secs: null, wait_ms: 0 })).jobs;
+    assert.equal(row?.id, deepest.job.id);
   });
 
   test('an unknown operation fails its own request with a catalog error', async () => {

@@ -87,7 +87,8 @@ for (const [mode, threads] of [['one actor thread', '1'], ['the actors on the ma
         const r = await n.api.post('/api/v1/jobs', { queue_name: queue, payload: {} });
         assert.equal(r.status, 201);
         stored.push(r.body.id);
-        // Deeper than any body the edge accepts (at most 1,000 levels, BODY_MAX_DEPTH), as a row stored before it refused them.
+        // Deeper than any body the edge accepts (at most 1,000 levels, BODY_MAX_DEPTH) and than REPLY_MAX_DEPTH, as a row
+        // stored before the edge refused such values.
         await n.node.store.query('UPDATE jobs SET payload = $2::jsonb WHERE id = $1', [r.body.id, deepText(1_200)]);
       }
       const [bad, enqueued, usage] = await Promise.allSettled([

@@ -37,11 +37,12 @@ interface Op<A, R> {
 type Empty = Record<string, never>;
 
 /**
- * How deep a reply's values may nest: as deep as the deepest body the edge can be set to accept (BODY_MAX_DEPTH is
- * at most 1,000). Deeper, a structured clone, JSON.stringify or the gRPC Struct of a value may run out of stack (from
- * about 2,000 levels on Node 20, fewer when the stack is already deep).
+ * How deep a reply's values may nest: the deepest body the edge can be set to accept (BODY_MAX_DEPTH is at most
+ * 1,000 levels) and the few levels a job row adds around a value of it (the row, a progress report), with room to
+ * spare; and well short of where a structured clone, JSON.stringify or the gRPC Struct of a value runs out of stack
+ * (about 2,000 levels on Node 20 with some of the stack in use already).
  */
-export const REPLY_MAX_DEPTH = 1000;
+export const REPLY_MAX_DEPTH = 1_100;
 
 /** True when `value` holds an object or array more than `max` levels down (`value` itself is level 1). Iterative. */
 export function nestsDeeper(value: unknown, max: number): boolean {
