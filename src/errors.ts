@@ -74,9 +74,13 @@ export class AppError extends Error {
     return { error: entry.error, code: this.code, message: this.message, status: entry.status, ...this.extra };
   }
 
-  /** A structured-clone-safe form, for replies crossing threads. */
+  /**
+   * A structured-clone-safe form, for replies crossing threads. `extra` is an object of its own: one error may fail
+   * several requests (a commit that failed under all of them), and a reply reaches the main thread without a copy
+   * when the actors run there (inline-thread.ts). Shallow: the values in it are never changed in place.
+   */
   toWire(): WireError {
-    return { code: this.code, message: this.message, extra: this.extra };
+    return { code: this.code, message: this.message, extra: { ...this.extra } };
   }
 
   static fromWire(w: WireError): AppError {

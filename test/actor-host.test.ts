@@ -46,6 +46,25 @@ describe('ActorHost without a thread', () => {
   const ask = <K extends QueueOp>(queue: string, op: K, args: QueueOps[K]['args']) =>
     send<QueueOps[K]['reply']>((id) => ({ t: 'queue', id, org: ORG, queue, op, args }));
   const askOrg = <K extends OrgOp>(op: K, args: OrgOps[K]['args']) => send<OrgOps[K]['reply']>((id) => ({ t: 'org', id, org: ORG, op, args }));
+  /** Several messages in one batch, as a thread receives them in one turn: each answered on its own. */
+  const sendAll = (makes: Array<(id: number) => ThreadIn>): Array<Promise<unknown>> => {
+    const batch: ThreadIn[] = [];
+    const answers = makes.map((make) => {
+      const id = nextId++;
+      batch.push(make(id));
+      return new Promise<unknown>((resolve, reject) => waiting.set(id, { resolve, reject }));
+    });
+    host.receive(batch);
+    return answers;
+  };
+  const claimMsg = (queue: string, worker: string, lease: number | null = null) => (id: number): ThreadIn => ({
+    t: 'queue',
+    id,
+    org: ORG,
+    queue,
+    op: 'claim',
+    args: { worker_id: worker, limit: 1, lease_duration_secs: lease, wait_ms: 0 },
+  });
   const tick = () => send<null>((id) => ({ t: 'tick', id }));
   const status = async (id: string) => (await store.query<{ status: string }>('SELECT status FROM jobs WHERE id = $1', [id]))[0]?.status;
 
@@ -134,6 +153,98 @@ describe('ActorHost without a thread', () => {
     // Deleted, its numbers go with it.
     await ask('counted1', 'deleteQueue', {});
     assert.equal(await ask('counted1', 'metrics', {}), null);
+  });
+
+  // Replies reach the main thread as they are, with no copy, when the actors run there (inline-thread.ts): whoever
+  // receives one may treat it as its own. Each test changes what it received and checks that neither the actor's
+  // state nor another reply moved.
+  test("a reply is the receiver's own: changing it changes neither the actor nor a later reply", async () => {
+    const created = await ask('owned1', 'createQueue', { max_retries: null, lease_duration_secs: null, concurrency_per_key: null, max_concurrency: null, rate_limit: { jobs: 2, per_seconds: 3600 } });
+    created.config.rate_limit!.jobs = 1_000;
+    for (let i = 0; i < 4; i++) assert.ok((await ask('owned1', 'enqueue', input())).created);
+    const [first] = (await ask('owned1', 'claim', { worker_id: 'w', limit: 1, lease_duration_secs: null, wait_ms: 0 })).jobs;
+    const pending = (await ask('owned1', 'enqueue', input())) as { created: true; job: { id: string } };
+    const facts = await ask('owned1', 'explain', { id: pending.job.id });
+    assert.ok(facts.live);
+    assert.deepEqual(facts.rate_limit, { jobs: 2, per_seconds: 3600 });
+    facts.rate_limit!.jobs = 1_000;
+    // The actor still hands out 2 an hour: one more, then none.
+    const more = await ask('owned1', 'claim', { worker_id: 'w', limit: 10, lease_duration_secs: null, wait_ms: 0 });
+    assert.equal(more.jobs.length, 1);
+    assert.notEqual(more.jobs[0]!.id, first!.id);
+    assert.deepEqual((await ask('owned1', 'configure', {})).config.rate_limit, { jobs: 2, per_seconds: 3600 });
+
+    const usage = await askOrg('usage', {});
+    const queues = usage.limits.queues;
+    const limits = usage.limits as Record<string, number | null>;
+    for (const k of Object.keys(limits)) limits[k] = 0;
+    usage.counts.queues = -1;
+    // The organization's limits are what they were: a queue may still be reserved, and the usage says the same.
+    await askOrg('reserve', { resource: 'queues' });
+    await askOrg('counted', { resource: 'queues', delta: -1 });
+    const again = await askOrg('usage', {});
+    assert.equal(again.limits.queues, queues);
+    assert.ok(again.counts.queues >= 0);
+  });
+
+  test('two claims resting on one committed row get a row each', async () => {
+    const r = await ask('shared1', 'enqueue', input({ max_retries: 3 }));
+    assert.ok(r.created);
+    // In one batch, so in one group: w1's lease (0 s) has run out when w2's claim comes, which takes the job again.
+    // The group writes the row once and returns it once; both replies rest on it.
+    const [a, b] = (await Promise.all(sendAll([claimMsg('shared1', 'w1', 0), claimMsg('shared1', 'w2')]))) as Array<QueueOps['claim']['reply']>;
+    const rowA = a!.jobs[0]!;
+    const rowB = b!.jobs[0]!;
+    assert.equal(rowA.id, r.job.id);
+    assert.equal(rowB.id, r.job.id);
+    assert.notEqual(rowA, rowB, 'each reply has a row of its own');
+    const seen = { ...rowB };
+    rowA.status = 'changed by its receiver';
+    delete rowA.payload;
+    assert.deepEqual(rowB, seen);
+  });
+
+  test('a job row nested too deep to encode fails its own claim and revive, and nothing else', async () => {
+    const deep = await ask('deep1', 'enqueue', input({ max_retries: 0 }));
+    const fine = await ask('deep2', 'enqueue', input());
+    assert.ok(deep.created && fine.created);
+    // Stored before the edge refused deep values (it refuses more than BODY_MAX_DEPTH ≤ 1,000 levels): 5,000 levels,
+    // more than a structured clone or JSON.stringify can take on Node 20.
+    await store.query('UPDATE jobs SET payload = $2::jsonb WHERE id = $1', [deep.job.id, `${'{"a":'.repeat(5_000)}1${'}'.repeat(5_000)}`]);
+    const [bad, good, enqueued, usage] = await Promise.allSettled(
+      sendAll([
+        claimMsg('deep1', 'w'),
+        claimMsg('deep2', 'w'),
+        (id) => ({ t: 'queue', id, org: ORG, queue: 'deep3', op: 'enqueue', args: input() }),
+        (id) => ({ t: 'org', id, org: ORG, op: 'usage', args: {} }),
+      ]),
+    );
+    assert.equal(bad!.status, 'rejected');
+    const err = (bad as PromiseRejectedResult).reason as Error & { code: string };
+    assert.equal(err.code, 'INTERNAL');
+    assert.equal(err.message, 'The reply could not be encoded');
+    assert.equal(good!.status, 'fulfilled');
+    assert.equal(((good as PromiseFulfilledResult<QueueOps['claim']['reply']>).value).jobs[0]?.id, fine.job.id);
+    assert.equal(enqueued!.status, 'fulfilled');
+    assert.equal(usage!.status, 'fulfilled');
+    // The claim did its work (the job is held under a lease, as when the copy to the main thread failed); only its reply failed.
+    assert.equal(await status(deep.job.id), 'processing');
+    await ask('deep1', 'fail', { id: deep.job.id, worker_id: 'w', lease_id: null, error: 'never received', retryable: false });
+    assert.equal(await status(deep.job.id), 'deadletter');
+    const revive = ask('deep1', 'revive', {
+      jobs: [{ id: deep.job.id, priority: 0, max_retries: 0, timeout_seconds: 300, last_error: null, idempotency_key: null, callback: false }],
+      from: ['deadletter'],
+    });
+    await assert.rejects(revive, (e: Error & { code?: string }) => e.code === 'INTERNAL' && e.message === 'The reply could not be encoded');
+    assert.equal(await status(deep.job.id), 'pending');
+    // The host serves on, that queue included; and a row as deep as the edge may be set to accept (BODY_MAX_DEPTH at
+    // its most, 1,000 levels, all of them the payload's, under the row's own) goes out.
+    assert.ok((await ask('deep1', 'enqueue', input())).created);
+    const deepest = await ask('deep4', 'enqueue', input());
+    assert.ok(deepest.created);
+    await store.query('UPDATE jobs SET payload = $2::jsonb WHERE id = $1', [deepest.job.id, `${'{"a":'.repeat(1_000)}1${'}'.repeat(1_000)}`]);
+    const [row] = (await ask('deep4', 'claim', { worker_id: 'w', limit: 1, lease_duration_secs: null, wait_ms: 0 })).jobs;
+    assert.equal(row?.id, deepest.job.id);
   });
 
   test('an unknown operation fails its own request with a catalog error', async () => {

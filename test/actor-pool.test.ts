@@ -2,16 +2,21 @@
 // copy (a value nested deep enough to exhaust its stack, or a function, which the typed protocol forbids but a bug
 // could still send) fails its own request with a catalog error, and the other messages posted in the same batch
 // are delivered and answered. A real node's pool, with one actor thread so that every ask shares its batch, and with
-// the actors on the main thread (ACTOR_THREADS=0), whose messages are copied all the same (what cannot be copied
-// fails the same way there).
+// the actors on the main thread (ACTOR_THREADS=0), whose requests are copied all the same (what cannot be copied
+// fails the same way there). Their replies come back without a copy there (inline-thread.ts): in both modes a reply
+// is the receiver's own, and a reply that could not be encoded (a job row stored before the edge refused deep
+// values) fails its own request alone, the node serving on.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { EnqueueInput } from '../src/actors/queue/queue-actor.js';
-import { AppError } from '../src/errors.js';
+import { AppError, CATALOG } from '../src/errors.js';
 import { startTestNode, type TestNode } from './helpers.js';
 import { enqueueInput } from './fixtures/enqueue-input.js';
 
 const input = (payload: Record<string, unknown>): EnqueueInput => enqueueInput({ payload });
+
+/** The JSON text of an object nested `levels` deep. */
+const deepText = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
 
 /** An object nested `levels` deep, built without recursion. */
 function deep(levels: number): Record<string, unknown> {
@@ -58,6 +63,54 @@ for (const [mode, threads] of [['one actor thread', '1'], ['the actors on the ma
       // The thread lives on: the next batch goes through whole.
       const more = await Promise.all([1, 2, 3].map((i) => pool.ask(org, 'pool-batch', 'enqueue', input({ i }))));
       assert.equal(more.length, 3);
+    });
+
+    test("a reply is the receiver's own: changing it changes neither the actor nor a later reply", async () => {
+      const org: string = (await n.api.get('/api/v1/auth/me')).body.organization_id;
+      const pool = n.node.pool;
+      const limit = { jobs: 5, per_seconds: 60 };
+      const view = await pool.ask(org, 'pool-owned', 'createQueue', { max_retries: null, lease_duration_secs: null, concurrency_per_key: null, max_concurrency: null, rate_limit: limit });
+      view.config.rate_limit!.jobs = 1;
+      view.config.max_retries = 99;
+      assert.deepEqual((await pool.ask(org, 'pool-owned', 'configure', {})).config, { max_retries: null, lease_duration_secs: null, concurrency_per_key: null, max_concurrency: null, rate_limit: limit });
+      const usage = await pool.askOrg(org, 'usage', {});
+      const limits = { ...usage.limits };
+      for (const k of Object.keys(limits)) (usage.limits as Record<string, number | null>)[k] = 0;
+      assert.deepEqual((await pool.askOrg(org, 'usage', {})).limits, limits);
+    });
+
+    test('a stored job row too deep to encode fails its own claim, over HTTP too, and the node serves on', async () => {
+      const org: string = (await n.api.get('/api/v1/auth/me')).body.organization_id;
+      const pool = n.node.pool;
+      const stored: string[] = [];
+      for (const queue of ['pool-deep', 'pool-deep-http']) {
+        const r = await n.api.post('/api/v1/jobs', { queue_name: queue, payload: {} });
+        assert.equal(r.status, 201);
+        stored.push(r.body.id);
+        // Deeper than any body the edge accepts (at most 1,000 levels, BODY_MAX_DEPTH) and than REPLY_MAX_DEPTH, as a row
+        // stored before the edge refused such values.
+        await n.node.store.query('UPDATE jobs SET payload = $2::jsonb WHERE id = $1', [r.body.id, deepText(1_200)]);
+      }
+      const [bad, enqueued, usage] = await Promise.allSettled([
+        pool.ask(org, 'pool-deep', 'claim', { worker_id: 'w', limit: 1, lease_duration_secs: null, wait_ms: 0 }),
+        pool.ask(org, 'pool-batch', 'enqueue', input({ n: 3 })),
+        pool.askOrg(org, 'usage', {}),
+      ]);
+      assert.equal(bad!.status, 'rejected');
+      const err = (bad as PromiseRejectedResult).reason;
+      assert.ok(err instanceof AppError, String(err));
+      assert.deepEqual([err.code, err.message], ['INTERNAL', 'The reply could not be encoded']);
+      assert.equal(enqueued!.status, 'fulfilled');
+      assert.equal(usage!.status, 'fulfilled');
+      const http = await n.api.post('/api/v1/jobs/claim', { queue_name: 'pool-deep-http', worker_id: 'w' });
+      assert.equal(http.status, 500);
+      assert.deepEqual(http.body, { error: CATALOG.INTERNAL.error, code: 'INTERNAL', message: 'The reply could not be encoded', status: 500 });
+      assert.equal((await n.api.get('/health/live')).status, 200);
+      const fine = await n.api.post('/api/v1/jobs', { queue_name: 'pool-deep-http', payload: { fine: true } });
+      assert.equal(fine.status, 201);
+      const claimed = await n.api.post('/api/v1/jobs/claim', { queue_name: 'pool-deep-http', worker_id: 'w' });
+      assert.equal(claimed.status, 200);
+      assert.deepEqual(claimed.body.jobs.map((j: { id: string }) => j.id), [fine.body.id]);
     });
   });
 }

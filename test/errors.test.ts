@@ -100,3 +100,14 @@ describe('docs/errors.md', () => {
     }
   });
 });
+
+test("an error's wire form is its own: one error fails several requests, and each reply may be changed by its receiver", () => {
+  const e = new AppError('VALIDATION_ERROR', 'bad', { details: [{ field: 'x', message: 'y' }] });
+  const a = e.toWire();
+  const b = e.toWire();
+  assert.notEqual(a.extra, b.extra);
+  a.extra.details = [];
+  a.extra.added = true;
+  assert.deepEqual(b.extra, { details: [{ field: 'x', message: 'y' }] });
+  assert.deepEqual(e.extra, { details: [{ field: 'x', message: 'y' }] });
+});

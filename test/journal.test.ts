@@ -190,6 +190,27 @@ describe('journal: pipelined group commit', () => {
     assert.deepEqual(h.events, ['good1', 'good2', 'other']);
   });
 
+  test('replies resting on one committed row each read a row of their own', async () => {
+    // Two requests writing one job in one group (a claim, its lease run out, a claim again): the store returns the row
+    // once, both replies read it, and a reply leaves for the main thread as it is (inline-thread.ts).
+    const h = harness();
+    const read: Array<Record<string, unknown> | undefined> = [];
+    for (const t of [1_001, 1_002]) {
+      h.journal.write('A', upd('j1'), t);
+      h.journal.after('A', { ok: (out) => read.push(out.rows.get('j1')), fail: () => {} }, t);
+    }
+    await turn();
+    assert.equal(h.flights.length, 1, 'one group');
+    h.flights[0]!.land({ j1: { id: 'j1', status: 'processing', payload: { n: 1 } } });
+    await turn();
+    const [a, b] = read;
+    assert.ok(a && b);
+    assert.notEqual(a, b);
+    a.status = 'changed by its receiver';
+    delete a.payload;
+    assert.deepEqual(b, { id: 'j1', status: 'processing', payload: { n: 1 } });
+  });
+
   test('after(null) waits for every actor', async () => {
     const h = harness();
     h.request('A', ['a1'], 'r1');

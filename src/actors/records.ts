@@ -109,7 +109,10 @@ export type JournalRecord =
 
 /** What a commit hands back to the replies waiting on it (read-only: a reply may see several commits' output). */
 export interface CommitOutput {
-  /** Rows asked for with `returning`, by job id. */
+  /**
+   * Rows asked for with `returning`, by job id: each `get` a row object of its own, which the reply may hand out
+   * (its JSON values are shared and never changed in place).
+   */
   rows: Pick<Map<string, Record<string, unknown>>, 'get'>;
   /** Ids whose insert took place (an idempotency conflict skips it). */
   inserted: Pick<Set<string>, 'has'>;

@@ -37,12 +37,13 @@ export async function explainJob(s: AppContext, org: string, id: string): Promis
   const now = s.clock.now();
   const reasons: Reason[] = [];
   const live = status === 'pending' || status === 'scheduled';
-  const [facts, usage] = await Promise.all([
+  const [told, usage] = await Promise.all([
     live ? s.actors.ask(org, queue, 'explain', { id }) : Promise.resolve<ExplainFacts>({ live: false }),
     s.quotas.usage(org),
   ]);
-  // A job paged out of its actor's window: the jobs ahead of it are counted in the store.
-  if (facts.live && facts.paged) facts.ahead = await readyAhead(s.store, org, queue, facts.priority, id);
+  // A job paged out of its actor's window: the jobs ahead of it are counted in the store. A new object, never the
+  // reply changed in place (a reply is not copied on its way from actors on the main thread: inline-thread.ts).
+  const facts = told.live && told.paged ? { ...told, ahead: await readyAhead(s.store, org, queue, told.priority, id) } : told;
   if (facts.live && facts.status !== 'processing') {
     if (facts.paused) {
       reasons.push({ reason: 'queue_paused', message: `The queue '${queue}' is paused`, since: isoOf(facts.paused_at), paused_reason: facts.paused_reason });

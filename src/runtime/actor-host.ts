@@ -52,7 +52,21 @@ import type { Refill } from '../actors/queue/window.js';
 import type { LiveJob } from '../actors/queue/queue-actor.js';
 import { isDataFault } from '../io/db/faults.js';
 import { Journal, type Token } from './journal.js';
-import { ORG_ACTOR, type Ask, type CommitStats, type OrgAsk, type OrgOp, type OrgOps, type QueueAsk, type QueueOp, type QueueOps, type ThreadIn, type ThreadOut } from './protocol.js';
+import {
+  nestsDeeper,
+  ORG_ACTOR,
+  REPLY_MAX_DEPTH,
+  type Ask,
+  type CommitStats,
+  type OrgAsk,
+  type OrgOp,
+  type OrgOps,
+  type QueueAsk,
+  type QueueOp,
+  type QueueOps,
+  type ThreadIn,
+  type ThreadOut,
+} from './protocol.js';
 import { actorKey, shardOf, threadOf } from './shard.js';
 
 export interface HostOptions {
@@ -889,7 +903,7 @@ export class ActorHost {
   private readonly queueHandlers: QueueHandlers = {
     enqueue: (actor, a, fx, call) => call.answer(actor.enqueue(a, fx)),
     enqueueMany: (actor, a, fx, call) => call.answer(actor.enqueueMany(a.inputs, fx)),
-    claim: (actor, a, fx, call) => this.claim(actor, a, fx, call),
+    claim: (actor, a, fx, call) => this.claim(actor, a, fx, { ...call, answer: (r) => call.answer(this.encodable(r, (v) => v.jobs)) }),
     complete: (actor, a, fx, call) => call.answer(actor.complete(a, fx)),
     completeMany: (actor, a, fx, call) => call.answer(actor.completeMany(a.items, fx)),
     fail: (actor, a, fx, call) => call.answer(actor.fail(a, fx)),
@@ -901,7 +915,7 @@ export class ActorHost {
     },
     cancel: (actor, a, fx, call) => call.answer(actor.cancel(a.id, fx) ?? (() => null)),
     priority: (actor, a, fx, call) => call.answer(actor.setPriority(a.id, a.priority, fx) ?? (() => null)),
-    revive: (actor, a, fx, call) => call.answer(actor.revive(a.jobs, a.from, fx)),
+    revive: (actor, a, fx, call) => call.answer(this.encodable(actor.revive(a.jobs, a.from, fx), (v) => v.flatMap((o) => (o.revived ? [o.job] : [])))),
     release: (actor, a, fx, call) => call.answer(actor.release(a.ids, fx)),
     unclaim: (actor, a, fx, call) => call.answer(actor.unclaim(a.items, fx)),
     createQueue: (actor, a, fx, call) => call.answer(actor.createQueue(a, fx)),
@@ -915,6 +929,26 @@ export class ActorHost {
       call.answer(() => snapshot);
     },
   };
+
+  /**
+   * A reply carrying job rows as the store returned them (a claim's, a revive's): the one part of any reply that is
+   * not built from the actor's own strings and numbers or from request data that crossed the request copy, and so the
+   * one that may hold what the edge refuses now (a payload stored before the edge refused deep values). A row nesting
+   * deeper than REPLY_MAX_DEPTH fails its own request, after the reply did its work, as a reply that could not be
+   * copied to the main thread does (host-start.ts, postEach); checked here, so that it holds in every mode, the
+   * actors on the main thread handing their replies over without a copy (inline-thread.ts).
+   */
+  private encodable<T>(reply: Reply<T>, rows: (value: T) => Iterable<Record<string, unknown>>): Reply<T> {
+    return (out) => {
+      const value = reply(out);
+      for (const row of rows(value)) {
+        if (!nestsDeeper(row, REPLY_MAX_DEPTH)) continue;
+        console.error(`[actor-thread ${this.o.index}] job ${String(row.id)} holds a value nested deeper than ${REPLY_MAX_DEPTH} levels; its reply fails`);
+        throw new AppError('INTERNAL', 'The reply could not be encoded');
+      }
+      return value;
+    };
+  }
 
   /** A claim that finds nothing and may wait is parked on the actor until jobs come or `wait_ms` runs out. */
   private claim(actor: QueueActor, a: QueueOps['claim']['args'], fx: Effects, call: Call<QueueOps['claim']['reply']>): void {

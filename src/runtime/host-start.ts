@@ -39,9 +39,10 @@ export function startHost(init: ThreadInit, post: (batch: ThreadOut[]) => void):
 }
 
 /**
- * Posts a batch through `post`, which copies it. Structured clone throws on what it cannot copy (a row stored before
- * the edge refused deep values): then the batch goes message by message, and a reply that cannot be copied fails its
- * own request.
+ * Posts a batch through `post`, which copies it (a worker's port). Structured clone throws on what it cannot copy:
+ * then the batch goes message by message, and a reply that cannot be copied fails its own request. The host refuses
+ * the one kind of reply known to risk it (a job row stored before the edge refused deep values: ActorHost.encodable)
+ * before it gets here; this is the last line. The actors on the main thread post without a copy (inline-thread.ts).
  */
 export function postEach(index: number, batch: ThreadOut[], post: (batch: ThreadOut[]) => void): void {
   try {

@@ -144,8 +144,13 @@ export class Journal {
     this.depth = Math.max(1, o.depth ?? 2);
     const rows = this.rows;
     const inserted = this.inserted;
-    // Replies read the rows of the groups they rest on through this one view (claims: the claimed rows).
-    this.view = { rows: { get: (id: string) => rows.get(id)?.row }, inserted: { has: (id: string) => inserted.has(id) } };
+    // Replies read the rows of the groups they rest on through this one view (claims: the claimed rows). Each read
+    // is a row of its own: two replies may rest on one committed row (a job claimed, its lease run out and claimed
+    // again before the group went out), the map keeps it for the others, and a reply is handed to the main thread
+    // as it is (inline-thread.ts). Shallow: a row's JSON values (payload, result, errors, tags, progress) are never
+    // changed in place, here, by the actors or by the main thread.
+    const own = (row: Record<string, unknown> | undefined) => (row === undefined ? undefined : { ...row });
+    this.view = { rows: { get: (id: string) => own(rows.get(id)?.row) }, inserted: { has: (id: string) => inserted.has(id) } };
   }
 
   emit(actor: string, event: DomainEvent, token: Token): void {

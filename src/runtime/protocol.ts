@@ -36,6 +36,34 @@ interface Op<A, R> {
 
 type Empty = Record<string, never>;
 
+/**
+ * How deep a reply's values may nest: the deepest body the edge can be set to accept (BODY_MAX_DEPTH is at most
+ * 1,000 levels) and the few levels a job row adds around a value of it (the row, a progress report), with room to
+ * spare; and well short of where a structured clone, JSON.stringify or the gRPC Struct of a value runs out of stack
+ * (about 2,000 levels on Node 20 with some of the stack in use already).
+ */
+export const REPLY_MAX_DEPTH = 1_100;
+
+/** True when `value` holds an object or array more than `max` levels down (`value` itself is level 1). Iterative. */
+export function nestsDeeper(value: unknown, max: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const stack: object[] = [value];
+  const depths: number[] = [1];
+  while (stack.length > 0) {
+    const v = stack.pop() as Record<string, unknown>;
+    const depth = depths.pop()!;
+    if (depth > max) return true;
+    for (const k in v) {
+      const item = v[k];
+      if (item !== null && typeof item === 'object') {
+        stack.push(item);
+        depths.push(depth + 1);
+      }
+    }
+  }
+  return false;
+}
+
 /** A queue actor's operations: (organization, queue) → QueueActor. */
 export interface QueueOps {
   enqueue: Op<EnqueueInput, EnqueueReply>;

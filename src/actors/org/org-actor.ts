@@ -236,7 +236,8 @@ export class OrgActor {
     this.rollDay(now);
     return {
       plan: { tier: this.s.plan, display_name: PLANS[this.s.plan].display_name },
-      limits: this.limits,
+      // A copy: the reply may reach the main thread as it is (inline-thread.ts), and these are the limits it enforces.
+      limits: { ...this.limits },
       day: this.s.day,
       jobs_today: this.s.jobsToday,
       active_jobs: this.s.activeJobs,

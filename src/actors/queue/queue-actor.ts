@@ -68,6 +68,12 @@ export interface QueueRateLimit {
 
 const rateWindow = (r: QueueRateLimit, previous: RateWindow | null): RateWindow => new RateWindow(r.jobs, r.per_seconds * 1000, previous);
 
+/**
+ * The queue's rate limit as a reply carries it: an object of its own, never the one the actor's state holds (a reply
+ * goes to the main thread without a copy when the actors run there, inline-thread.ts).
+ */
+const rateLimitOf = (q: QueueState | null): QueueRateLimit | null => (q?.rate_limit ? { jobs: q.rate_limit.jobs, per_seconds: q.rate_limit.per_seconds } : null);
+
 export interface QueueSettings {
   /** Backoff unit: min(2^retry_count, 60) units before the next attempt. */
   retryUnitMs: number;
@@ -1205,7 +1211,7 @@ export class QueueActor {
       key_holders: holders,
       max_concurrency: q?.max_concurrency ?? null,
       processing: this.processing,
-      rate_limit: q?.rate_limit ?? null,
+      rate_limit: rateLimitOf(q),
       rate_next_slot: slot > now ? slot : null,
       ahead,
       paged: job.pinned === true,
@@ -1275,7 +1281,7 @@ export class QueueActor {
         lease_duration_secs: q.lease_duration_secs,
         concurrency_per_key: q.concurrency_per_key,
         max_concurrency: q.max_concurrency,
-        rate_limit: q.rate_limit,
+        rate_limit: rateLimitOf(q),
       },
       created_at: q.created_at,
       updated_at: q.updated_at,
