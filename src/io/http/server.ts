@@ -160,7 +160,11 @@ export class HttpServer {
         if (r.stream) return this.stream(res, r, aborted, id);
         if (aborted) return r.undelivered?.();
         // While draining, every answer closes its connection: the client's next request goes to another node.
-        res.cork(() => write(res, r, id, this.options.version, this.draining !== null));
+        res.cork(() => {
+          if (!write(res, r, id, this.options.version, this.draining !== null)) {
+            this.log.error('a response body could not be encoded: answered 500', undefined, { request_id: id, route: seen.route });
+          }
+        });
       };
       const run = (body: Buffer | null) => {
         this.handle(method, path, query, authorization, adminKey, headers, body, seen).then(finish, (err) => finish(this.errorResponse(err, id)));
@@ -400,23 +404,40 @@ export class HttpServer {
   }
 }
 
-/** `close`: end the connection after the answer (a malformed request: what follows it cannot be trusted). */
-function write(res: HttpResponse, r: Response, requestId: string, version: string, close = false): void {
+/**
+ * `close`: end the connection after the answer (a malformed request: what follows it cannot be trusted). False when
+ * the body could not be encoded (JSON.stringify runs out of stack on a value nested thousands of levels deep, which a
+ * row stored before the edge refused such values may hold): that request alone is answered 500 INTERNAL, and the
+ * exception, thrown in a promise's callback, does not end the process.
+ */
+function write(res: HttpResponse, r: Response, requestId: string, version: string, close = false): boolean {
+  let text: string | undefined;
+  let encoded = true;
+  // A string body comes with its own content type (the Prometheus text format); anything else is JSON.
+  const raw = typeof r.body === 'string' && Boolean(r.headers?.['content-type']);
+  if (r.body !== undefined && !raw) {
+    try {
+      text = JSON.stringify(r.body);
+    } catch {
+      const e = new AppError('INTERNAL', 'The response could not be encoded');
+      r = { status: e.status, body: e.toBody() };
+      text = JSON.stringify(r.body);
+      encoded = false;
+    }
+  }
   res.writeStatus(statusLine(r.status));
   res.writeHeader('x-request-id', requestId);
   res.writeHeader('x-sluice-version', version);
   if (r.headers) for (const [k, v] of Object.entries(r.headers)) res.writeHeader(k, v);
   if (r.body === undefined) {
     res.end(undefined, close);
-    return;
+  } else if (raw) {
+    res.end(r.body as string, close);
+  } else {
+    res.writeHeader('content-type', 'application/json');
+    res.end(text, close);
   }
-  // A string body comes with its own content type (the Prometheus text format); anything else is JSON.
-  if (typeof r.body === 'string' && r.headers?.['content-type']) {
-    res.end(r.body, close);
-    return;
-  }
-  res.writeHeader('content-type', 'application/json');
-  res.end(JSON.stringify(r.body), close);
+  return encoded;
 }
 
 /** What is wrong with the request line and headers, or null. Runs on every request: one pass over the headers. */
