@@ -44,7 +44,10 @@ type Empty = Record<string, never>;
  */
 export const REPLY_MAX_DEPTH = 1_100;
 
-/** True when `value` holds an object or array more than `max` levels down (`value` itself is level 1). Iterative. */
+/**
+ * True when `value` holds an object or array more than `max` levels down (`value` itself is level 1). Iterative.
+ * Depth alone: `inspect` (io/input.ts) also checks every string, work a claim need not pay for rows already stored.
+ */
 export function nestsDeeper(value: unknown, max: number): boolean {
   if (value === null || typeof value !== 'object') return false;
   const stack: object[] = [value];
