@@ -7,6 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import type { JobRow, JournalRecord } from '../src/actors/records.js';
 import { loadConfig } from '../src/config.js';
 import { acquireShards } from '../src/io/db/sql/acquireShards.js';
+import { PgStore } from '../src/io/db/pg.js';
 import { commitBatch, FencedError } from '../src/io/db/sql/commitBatch.js';
 import { ensureShards } from '../src/io/db/sql/ensureShards.js';
 import { readCluster } from '../src/io/db/sql/readCluster.js';
@@ -134,6 +135,36 @@ describe('the fence of a group commit', () => {
       assert.deepEqual(order, ['renewal', 'commit', 'hand-over']);
       assert.equal(await count('fenced-renew'), 1);
     });
+  });
+
+  test('a commit connection plans each statement shape once, however small its first commits', { skip: STORE !== 'pg' && 'PgStore: the pool of group commits on PostgreSQL' }, async () => {
+    const C = randomUUID();
+    await registerNode(store, C, null);
+    await store.query(`INSERT INTO shards (shard) VALUES (100004) ON CONFLICT DO NOTHING`);
+    await store.query(`UPDATE shards SET owner = $1, epoch = 1, lease_until = now() + interval '1 minute' WHERE shard = 100004`, [C]);
+    const fence = { node: C, shards: [100004], epochs: ['1'] };
+    // One connection, as with COMMIT_PIPELINE=1: every commit and the look at its plans run on it.
+    const commits = PgStore.forCommits(n.env.DATABASE_URL!, 1);
+    try {
+      // Commits of one job each, as at a moderate rate: an enqueue, then a claim that wants its row back.
+      for (let i = 0; i < 8; i++) {
+        const rec = insert('fenced-plans') as Extract<JournalRecord, { kind: 'insert' }>;
+        await commitBatch(commits, [rec], fence);
+        const claimed = { ...rec.job, status: 'processing' as const, started_at: Date.now(), lease_id: randomUUID(), assigned_worker_id: 'w' };
+        const out = await commitBatch(commits, [{ kind: 'update', id: rec.job.id, state: claimed, returning: true, onlyFrom: ['pending'] }], fence);
+        assert.equal(out.rows.get(rec.job.id)?.status, 'processing');
+      }
+      const plans = await commits.query<{ name: string; generic_plans: number; custom_plans: number }>(
+        `SELECT name, generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE name LIKE 'commit_%' ORDER BY name`,
+      );
+      assert.deepEqual(plans.map((p) => p.name), ['commit_fi', 'commit_fu']);
+      for (const p of plans) {
+        assert.equal(p.custom_plans, 0, `${p.name}: planned for each commit's values`);
+        assert.equal(p.generic_plans, 8, `${p.name}: its generic plan serves every commit`);
+      }
+    } finally {
+      await commits.close();
+    }
   });
 
   test('updates and queue rows are fenced too', async () => {

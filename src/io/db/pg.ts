@@ -7,7 +7,18 @@ import type { Row, Store } from './store.js';
 export class PgStore implements Store {
   private readonly pool: pg.Pool;
 
-  constructor(url: string, poolSize: number) {
+  /**
+   * The pool of group commits: a connection for each commit in flight. Commits find rows by key only, so each
+   * statement shape's generic plan is the plan, and forcing it spares a planning per commit. Left to choose, a
+   * connection whose first five commits were small kept planning every commit anew (their custom estimates came
+   * out cheaper than the generic one): half of PostgreSQL's CPU at 1,000 claims/s (docs/BENCHMARKS.md).
+   */
+  static forCommits(url: string, inFlight: number): PgStore {
+    return new PgStore(url, inFlight, { plan_cache_mode: 'force_generic_plan' });
+  }
+
+  /** `settings`: more session settings for every connection of this pool (`-c name=value`). */
+  constructor(url: string, poolSize: number, settings: Readonly<Record<string, string>> = {}) {
     // UTC sessions: row_to_json() of a timestamptz then always reads as an instant with +00:00.
     // A server that stops answering must not hold requests forever: connecting gives up after 5 s (then 503).
     this.pool = new pg.Pool({
@@ -16,7 +27,7 @@ export class PgStore implements Store {
       idleTimeoutMillis: 30_000,
       connectionTimeoutMillis: 5_000,
       keepAlive: true,
-      options: '-c TimeZone=UTC',
+      options: Object.entries({ TimeZone: 'UTC', ...settings }).map(([k, v]) => `-c ${k}=${v}`).join(' '),
     });
     // A dropped idle connection must not crash the process; the next query opens a new one.
     this.pool.on('error', () => {});
