@@ -66,21 +66,48 @@ function insert(queue: string): JournalRecord {
 
 const count = async (queue: string) => (await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE queue_name = $1`, [queue]))[0]!.n;
 
+/** Now, by PostgreSQL's clock, in seconds (microseconds kept). */
+const CLOCK = `extract(epoch FROM clock_timestamp())::float8`;
+
+interface SlowCommit {
+  /** Resolves once a commit sleeps inside its statement, its fence's row lock taken. */
+  started(): Promise<void>;
+  /** When its sleep ended, by PostgreSQL's clock: before the commit's transaction ended. */
+  sleptUntil(): Promise<number>;
+}
+
 /**
  * Runs `fn` with shard `shard` held by `node` under epoch 1, and with every insert into `queue` sleeping `seconds`
  * inside the commit's statement, after the fence has taken its row lock: a commit in flight that a test can race.
+ * What waited for what is read from PostgreSQL's clock, not from the order the answers arrive in: a statement
+ * that waited for the commit is woken as it ends, and its answer may reach the test before the commit's own.
  */
-async function withSlowCommit(shard: number, node: string, queue: string, seconds: number, fn: () => Promise<void>): Promise<void> {
+async function withSlowCommit(shard: number, node: string, queue: string, seconds: number, fn: (slow: SlowCommit) => Promise<void>): Promise<void> {
   await store.query(`INSERT INTO shards (shard) VALUES ($1) ON CONFLICT DO NOTHING`, [shard]);
   await store.query(`UPDATE shards SET owner = $1, epoch = 1, lease_until = now() + interval '1 minute' WHERE shard = $2`, [node, shard]);
   await store.exec(`
+    CREATE TABLE slow_commit_end (at float8);
     CREATE FUNCTION slow_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN IF NEW.queue_name = '${queue}' THEN PERFORM pg_sleep(${seconds}); END IF; RETURN NEW; END $$;
+    BEGIN
+      IF NEW.queue_name = '${queue}' THEN PERFORM pg_sleep(${seconds}); INSERT INTO slow_commit_end VALUES (${CLOCK}); END IF;
+      RETURN NEW;
+    END $$;
     CREATE TRIGGER slow BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION slow_insert();`);
+  const slow: SlowCommit = {
+    started: async () => {
+      for (let i = 0; i < 500; i++) {
+        const [row] = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'`);
+        if (row!.n > 0) return;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      throw new Error('the slow commit never started');
+    },
+    sleptUntil: async () => (await store.query<{ at: number }>(`SELECT at FROM slow_commit_end`))[0]!.at,
+  };
   try {
-    await fn();
+    await fn(slow);
   } finally {
-    await store.exec(`DROP TRIGGER slow ON jobs; DROP FUNCTION slow_insert();`);
+    await store.exec(`DROP TRIGGER slow ON jobs; DROP FUNCTION slow_insert(); DROP TABLE slow_commit_end;`);
   }
 }
 
@@ -108,31 +135,31 @@ describe('the fence of a group commit', () => {
   });
 
   test('a takeover waits for the commit in flight of the old owner, so the new owner loads its last writes', { skip: STORE !== 'pg' && 'one connection: PGlite runs statements one at a time' }, async () => {
-    await withSlowCommit(100002, A, 'fenced-slow', 0.4, async () => {
-      const order: string[] = [];
-      const commit = commitBatch(store, [insert('fenced-slow')], { node: A, shards: [100002], epochs: ['1'] }).then(() => order.push('commit'));
-      await new Promise((r) => setTimeout(r, 100));
-      const takeover = store.query(`UPDATE shards SET owner = $1, epoch = epoch + 1 WHERE shard = 100002 RETURNING epoch`, [B]).then(() => order.push('takeover'));
-      await Promise.all([commit, takeover]);
-      assert.deepEqual(order, ['commit', 'takeover']);
+    await withSlowCommit(100002, A, 'fenced-slow', 0.4, async ({ started, sleptUntil }) => {
+      const commit = commitBatch(store, [insert('fenced-slow')], { node: A, shards: [100002], epochs: ['1'] });
+      await started();
+      const takeover = store.query<{ at: number }>(`UPDATE shards SET owner = $1, epoch = epoch + 1 WHERE shard = 100002 RETURNING ${CLOCK} AS at`, [B]);
+      const [, [took]] = await Promise.all([commit, takeover]);
+      assert.ok(took!.at > (await sleptUntil()), 'the takeover went through only once the commit had ended');
       assert.equal(await count('fenced-slow'), 1);
     });
   });
 
   test('a lease renewal neither waits for a commit in flight nor holds it up; a hand-over waits for it', { skip: STORE !== 'pg' && 'one connection: PGlite runs statements one at a time' }, async () => {
-    await withSlowCommit(100003, A, 'fenced-renew', 0.6, async () => {
-      const order: string[] = [];
-      const commit = commitBatch(store, [insert('fenced-renew')], { node: A, shards: [100003], epochs: ['1'] }).then(() => order.push('commit'));
-      await new Promise((r) => setTimeout(r, 150));
+    await withSlowCommit(100003, A, 'fenced-renew', 0.6, async ({ started, sleptUntil }) => {
+      const commit = commitBatch(store, [insert('fenced-renew')], { node: A, shards: [100003], epochs: ['1'] });
+      await started();
       // Renewals of every shard run every few seconds: one that waited for each shard's commits in flight held the
       // rows it had already locked, and so every commit of those shards, for as long.
       const renewed = await renewShards(store, A, 60_000, [{ shard: 100003, epoch: '1' }]);
-      order.push('renewal');
+      const [now] = await store.query<{ at: number }>(`SELECT ${CLOCK} AS at`);
       assert.deepEqual(renewed, [{ shard: 100003, epoch: '1' }]);
       // A hand-over written as a plain update still waits: owner and epoch are key columns (migration 0024).
-      const handover = store.query(`UPDATE shards SET owner = NULL, lease_until = NULL WHERE shard = 100003`).then(() => order.push('hand-over'));
-      await Promise.all([commit, handover]);
-      assert.deepEqual(order, ['renewal', 'commit', 'hand-over']);
+      const handover = store.query<{ at: number }>(`UPDATE shards SET owner = NULL, lease_until = NULL WHERE shard = 100003 RETURNING ${CLOCK} AS at`);
+      const [, [handed]] = await Promise.all([commit, handover]);
+      const slept = await sleptUntil();
+      assert.ok(now!.at < slept, 'the renewal was done while the commit still slept');
+      assert.ok(handed!.at > slept, 'the hand-over went through only once the commit had ended');
       assert.equal(await count('fenced-renew'), 1);
     });
   });
