@@ -3,7 +3,8 @@
 //
 //   pending  one queue topped up with SQL to 1k, 100k and 1M pending jobs, the node restarted each time: time to
 //            /health/ready and to the first claim after listening, the longest answer of another queue on the same
-//            actor thread while the big one is rebuilt, RSS after the rebuild, then enqueue and claim → complete
+//            actor thread while the big one is rebuilt and for SCALE_TAIL_MS (default 2,000) after it first answers
+//            (its counts run then), RSS after the rebuild, then enqueue and claim → complete
 //            throughput at that backlog and RSS after them (steady)
 //   queues   then 1, 100 and 10,000 more queues of 20 pending jobs each (written with SQL, the node restarted on
 //            them): enqueue throughput (50 loops, single POSTs to a random queue) and claim → complete throughput
@@ -23,6 +24,7 @@ import { actorKey, shardOf, threadOf } from '../src/runtime/shard.js';
 import { Client, expectStatus, fmt, now, sleep, startServer, type Context, type Row, type ServerProcess, writeTrace } from './lib.js';
 
 const LOOPS = 50;
+const TAIL_MS = Number(process.env.SCALE_TAIL_MS ?? 2_000);
 
 const list = (name: string, fallback: string): number[] => (process.env[name] ?? fallback).split(',').map(Number).filter((n) => n > 0);
 
@@ -104,6 +106,7 @@ export async function scale(ctx: Context): Promise<Row[]> {
   const restart = async (): Promise<{ server: ServerProcess; listening: number }> => {
     await server.stop();
     const s = await startServer(ctx.databaseUrl, { dataDir });
+    if (process.env.SCALE_DEBUG) console.error(`listening at ${new Date().toISOString()}`);
     return { server: s, listening: now() };
   };
   const row = (scenario: string, metric: string, value: string, target = '', met: boolean | null = null) => rows.push({ scenario, metric, value, target, met });
@@ -136,10 +139,10 @@ export async function scale(ctx: Context): Promise<Row[]> {
       // on the big one's actor thread) asked one enqueue at a time until the big queue has answered.
       const client = new Client(server.url, server.key, LOOPS + 2);
       try {
-        let bigDone = false;
+        let bigDone = Infinity;
         const firstClaim = client.post('/api/v1/jobs/claim', { queue_name: big, worker_id: 'scale-first', limit: 1 }).then((c) => {
           expectStatus(c, 200, 'first claim');
-          bigDone = true;
+          bigDone = now();
           return { ms: now() - r.listening, got: (c.body.jobs as unknown[]).length };
         });
         const readyAt = ready(server.url).then(() => now() - r.listening);
@@ -149,7 +152,9 @@ export async function scale(ctx: Context): Promise<Row[]> {
         let neighbourMax = 0;
         let neighbourCount = 0;
         const trace: Array<[number, number]> = [];
-        while (!bigDone || neighbourCount < 2) {
+        // Asked on for TAIL_MS after the big queue answers: what its rebuild leaves to do in the background (counting
+        // its ready jobs, then the organization's) runs then, and must not stall the neighbour either.
+        while (now() < bigDone + TAIL_MS || neighbourCount < 2) {
           const t = now();
           const e = await client.post('/api/v1/jobs', { queue_name: neighbour, payload: {} });
           expectStatus(e, 201, 'neighbour enqueue');
@@ -170,7 +175,7 @@ export async function scale(ctx: Context): Promise<Row[]> {
         perLevel.push({ level, enqueue, claim });
         row(s, 'first claim after restart (from listening)', `${fmt(first.ms)} ms`, '≤ 2,000 ms', first.ms <= 2_000 && first.got === 1);
         row(s, '/health/ready 200 after listening', `${fmt(readyMs)} ms`, '', null);
-        row(s, `another queue on its actor thread during the rebuild: first answer (cold node) · longest of the next ${neighbourCount - 1}`, `${fmt(neighbourFirst, 1)} · ${fmt(neighbourMax, 1)} ms`, '≤ 50 ms', neighbourMax <= 50);
+        row(s, `another queue on its actor thread during the rebuild and ${fmt(TAIL_MS / 1000, 1)} s after: first answer (cold node) · longest of the next ${neighbourCount - 1}`, `${fmt(neighbourFirst, 1)} · ${fmt(neighbourMax, 1)} ms`, '≤ 50 ms', neighbourMax <= 50);
         row(s, 'RSS after restart · steady (after the throughput runs)', `${fmt(afterRestart)} · ${fmt(steady)} MiB`, '≤ 400 MB', afterRestart * 1.048576 <= 400 && steady * 1.048576 <= 400);
         row(s, 'enqueue jobs/s', fmt(enqueue), 'flat within 20%', perLevel.length === 1 ? null : enqueue >= perLevel[0]!.enqueue * 0.8);
         row(s, 'claim → complete jobs/s', fmt(claim), 'flat within 20%', perLevel.length === 1 ? null : claim >= perLevel[0]!.claim * 0.8);

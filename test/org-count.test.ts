@@ -6,9 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../src/clock.js';
+import { PgStore } from '../src/io/db/pg.js';
 import type { Store } from '../src/io/db/store.js';
 import type { OrgOp, OrgOps } from '../src/runtime/protocol.js';
-import { freshStore, type StoreLocation } from './helpers.js';
+import { freshStore, STORE, type StoreLocation } from './helpers.js';
 import { directHost, openStore, type DirectHost, type HostError } from './fixtures/direct-host.js';
 
 const ORG = '00000000-0000-4000-8000-000000000003';
@@ -217,4 +218,92 @@ describe('the counts nobody waits for run after the rebuild, one at a time', () 
     assert.equal(most, 1, 'never two at once');
     assert.equal((await direct.askOrg(orgs.first, 'usage', {})).active_jobs, 1, 'counted');
   });
+});
+
+// A rebuilt queue whose backlog is larger than its window counts its ready jobs to make its bookkeeping exact. That
+// count is asked once the window is read (the first claim waits for the read, which then runs alone) and before
+// the queue's first message runs (the count's snapshot must come before its writes); the counts that can wait
+// their turn wait for it, so that two million-row counts never run at once (docs/BENCHMARKS.md).
+describe('a rebuilt queue counts its ready jobs after its window is read; the deferred counts wait for it', () => {
+  const OWNER = '00000000-0000-4000-8000-000000000021';
+  /** An organization loaded meanwhile, on a plan without job limits: its count waits its turn. */
+  const OTHER = '00000000-0000-4000-8000-000000000022';
+  const BACKLOG = 30;
+  let location: StoreLocation;
+  let direct: DirectHost;
+  const clock = new ManualClock(Date.UTC(2030, 0, 1, 12));
+  const events: string[] = [];
+  let releaseReady: () => void = () => {};
+  const readyGate = new Promise<void>((resolve) => (releaseReady = resolve));
+  const until = async (cond: () => boolean) => {
+    for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 10));
+  };
+
+  before(async () => {
+    location = await freshStore();
+    const real = await openStore(location, 4);
+    await real.query(
+      `INSERT INTO organizations (id, name, slug, plan, created_at, updated_at)
+       VALUES ($1, 'owner', 'owner', 'enterprise', now(), now()), ($2, 'other', 'other', 'enterprise', now(), now())`,
+      [OWNER, OTHER],
+    );
+    await real.query(`INSERT INTO queues (organization_id, name, created_at, updated_at) VALUES ($1, 'big', now(), now())`, [OWNER]);
+    await real.query(
+      `INSERT INTO jobs (id, organization_id, queue_name, status, payload, max_retries, timeout_seconds, created_at, updated_at)
+       SELECT ('00000000-0000-7000-8000-' || lpad(i::text, 12, '0'))::uuid, $1, 'big', 'pending', '{}', 3, 60, now(), now()
+         FROM generate_series(1, $2) i`,
+      [OWNER, BACKLOG],
+    );
+    const store = {
+      query: async (sql: string, params?: unknown[], name?: string) => {
+        if (name === 'ready_jobs_unkeyed' || name === 'ready_jobs') {
+          const rows = await real.query(sql, params, name);
+          events.push('window read');
+          return rows;
+        }
+        if (sql.includes('count(*)') && sql.includes('concurrency_key IS NULL')) {
+          events.push('ready count');
+          await readyGate;
+          const rows = await real.query(sql, params, name);
+          events.push('ready counted');
+          return rows;
+        }
+        if (sql.includes('AS active_jobs')) events.push(`org count ${params![0] === OTHER ? 'other' : params![0]}`);
+        return real.query(sql, params, name);
+      },
+      close: () => real.close(),
+    } as Store;
+    direct = await directHost(location, store, clock, { QUEUE_WINDOW: '10' });
+  });
+  after(async () => {
+    releaseReady();
+    await direct.stop();
+    await location.dispose();
+  });
+
+  test('the window is read, then the count asked; a claim is answered meanwhile, and the organization counts wait for it', async () => {
+    await until(() => events.includes('ready count'));
+    assert.deepEqual(events.slice(0, 2), ['window read', 'ready count'], 'asked once the window is read');
+    // The queue serves while its count is held; so does another organization, whose count can wait its turn.
+    const claimed = await direct.ask(OWNER, 'big', 'claim', { worker_id: 'w', limit: 1, lease_duration_secs: null, wait_ms: 0 });
+    assert.equal(claimed.jobs.length, 1);
+    await direct.askOrg(OTHER, 'permits', { want: 1, holdMs: 0 });
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(!events.some((e) => e.startsWith('org count')), `no deferred count while the ready count runs: ${events.join(', ')}`);
+    releaseReady();
+    await until(() => events.includes('org count other'));
+    assert.deepEqual(events.slice(2), ['ready counted', 'org count other'], 'then the deferred count');
+  });
+});
+
+test('the counts nobody waits for run without parallel workers: one PostgreSQL core each', { skip: STORE !== 'pg' && 'PgStore: the background pool on PostgreSQL' }, async () => {
+  const location = await freshStore();
+  const background = PgStore.forBackground(location.env.DATABASE_URL!, 2);
+  try {
+    const [row] = await background.query<{ v: string }>(`SELECT current_setting('max_parallel_workers_per_gather') AS v`);
+    assert.equal(row!.v, '0');
+  } finally {
+    await background.close();
+    await location.dispose();
+  }
 });

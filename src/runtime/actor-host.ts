@@ -81,6 +81,11 @@ export interface HostOptions {
    * million-row counts, a refill) never hold a commit, and every reply of the thread, back waiting for a connection.
    */
   commits?: Store;
+  /**
+   * Where the counts nobody waits for go (default: `store`): connections without parallel workers, so that counting
+   * a million rows keeps one PostgreSQL core busy, not both of a small machine (docs/BENCHMARKS.md).
+   */
+  background?: Store;
   clock: Clock;
   /** Posts a batch of replies, events and statistics to the main thread. */
   post(batch: ThreadOut[]): void;
@@ -173,13 +178,17 @@ export class ActorHost {
   /** Counts nobody waits for, in their turn (later). */
   private readonly counts: Array<() => Promise<void>> = [];
   private counting = false;
+  /** Ready counts of rebuilt queues in flight (load): a count that can wait its turn also waits for them. */
+  private readyCounts = 0;
   /** Jobs this thread inserted since the statistics were last checked, the rows they counted then, the check running. */
   private inserted = 0;
   private analyzed = 0;
   private analyzing: Promise<void> | null = null;
+  private readonly background: Store;
 
   constructor(private readonly o: HostOptions) {
     const { clock, config } = o;
+    this.background = o.background ?? o.store;
     this.owned = o.nodeId === null ? null : new Map();
     this.settings = {
       retryUnitMs: config.retryUnitMs,
@@ -282,10 +291,10 @@ export class ActorHost {
   }
 
   /**
-   * Runs a count that no message waits for once the thread has no rebuild in flight, one at a time: counting a
-   * million rows keeps a PostgreSQL core busy for half a second, and two of them beside a rebuild's reads made
-   * every other queue of the node wait for the store (docs/BENCHMARKS.md). Returns what starts it at once, for
-   * when a message comes to wait for it.
+   * Runs a count that no message waits for once the thread has no rebuild and no ready count in flight, one at a
+   * time: counting a million rows keeps a PostgreSQL core busy for half a second, and two of them beside a rebuild's
+   * reads made every other queue of the node wait for the store (docs/BENCHMARKS.md). Returns what starts it at
+   * once, for when a message comes to wait for it.
    */
   private later(count: () => Promise<void>): () => void {
     let started: Promise<void> | null = null;
@@ -296,7 +305,7 @@ export class ActorHost {
   }
 
   private nextCount(): void {
-    if (this.counting || this.rebuilding > 0) return;
+    if (this.counting || this.rebuilding > 0 || this.readyCounts > 0) return;
     const next = this.counts.shift();
     if (!next) return;
     this.counting = true;
@@ -387,7 +396,7 @@ export class ActorHost {
           this.journal
             .idle()
             .then(() => this.analyzing)
-            .then(() => Promise.all([this.o.store.close(), this.o.commits?.close()]))
+            .then(() => Promise.all([this.o.store.close(), this.o.commits?.close(), this.o.background?.close()]))
             .then(
               () => this.ok(m.id, null),
               (err) => this.fail(m.id, err),
@@ -491,16 +500,11 @@ export class ActorHost {
           const live: Live = { actor, busy: pending.map((m) => ({ m, adopted: false })), tick: true };
           this.actors.set(key, live);
           if (actor instanceof OrgActor && !actor.jobsCounted) this.countJobs(key, live, actor);
-          if (actor instanceof QueueActor && actor.estimating) {
-            // Counted meanwhile, not waited for: the count only makes the actor's bookkeeping exact.
-            readyCount(this.o.store, organizationId, queueName).then(
-              (n) => this.actors.get(key) === live && actor.counted(n),
-              (err: unknown) => console.error(`[actor-thread ${this.o.index}] could not count the ready jobs of ${key}:`, (err as Error)?.message ?? err),
-            );
-          }
           // Its window is read before any message runs; leases that ran out while nobody owned the queue are given
           // up once it is (the resume's tick).
-          return this.suspend(key, live, () => (actor instanceof QueueActor ? this.fill(key, live, actor, false) : Promise.resolve()));
+          return this.suspend(key, live, () =>
+            actor instanceof QueueActor ? this.fill(key, live, actor, false).then(() => this.countReady(key, live, actor)) : Promise.resolve(),
+          );
         },
         (err) => {
           if (this.actors.get(key) !== slot) return;
@@ -510,6 +514,26 @@ export class ActorHost {
           }
         },
       ));
+  }
+
+  /**
+   * Has a rebuilt queue's ready jobs counted, not waited for: the count only makes the actor's bookkeeping exact.
+   * Asked once its window is read, so that the read the first claim waits for runs alone, and before its first
+   * message runs, so that the count's snapshot comes before any write of the actor lands (QueueActor.counted). The
+   * counts that can wait their turn (later) wait for it.
+   */
+  private countReady(key: string, live: Live, actor: QueueActor): void {
+    if (!actor.estimating || this.actors.get(key) !== live) return;
+    this.readyCounts++;
+    readyCount(this.background, actor.organizationId, actor.name)
+      .then(
+        (n) => this.actors.get(key) === live && actor.counted(n),
+        (err: unknown) => console.error(`[actor-thread ${this.o.index}] could not count the ready jobs of ${key}:`, (err as Error)?.message ?? err),
+      )
+      .finally(() => {
+        this.readyCounts--;
+        this.nextCount();
+      });
   }
 
   /**
@@ -525,12 +549,12 @@ export class ActorHost {
       live.count = null;
       return held;
     };
-    const count = async (): Promise<void> => {
+    const count = async (store: Store): Promise<void> => {
       if (this.actors.get(key) !== live) return;
       const day = utcDay(this.o.clock.now());
       let c: { activeJobs: number; createdToday: number };
       try {
-        c = await countOrganizationJobs(this.o.store, actor.organizationId, day);
+        c = await countOrganizationJobs(store, actor.organizationId, day);
       } catch (err) {
         const held = settle();
         if (this.actors.get(key) !== live) return;
@@ -547,8 +571,8 @@ export class ActorHost {
     };
     // Under a plan that limits jobs every admission waits for the count: it runs now (such a plan caps the backlog,
     // so the count is small). Otherwise only a usage report waits for it, and starts it if it has not run yet.
-    if (actor.waitsForCount('admit')) void this.track(count());
-    else live.count = this.later(count);
+    if (actor.waitsForCount('admit')) void this.track(count(this.o.store));
+    else live.count = this.later(() => count(this.background));
   }
 
   /**

@@ -28,6 +28,7 @@ export function startHost(init: ThreadInit, post: (batch: ThreadOut[]) => void):
     store: init.store.kind === 'pg' ? new PgStore(init.store.url, init.config.pgPoolSize) : new RemoteStore(init.store.port),
     // A connection for each group commit in flight; the embedded store has one session for everything anyway.
     commits: init.store.kind === 'pg' ? PgStore.forCommits(init.store.url, init.config.commitPipeline) : undefined,
+    background: init.store.kind === 'pg' ? PgStore.forBackground(init.store.url, init.config.pgPoolSize) : undefined,
     clock: init.clock ? new ManualClock(init.clock) : systemClock,
     post,
   });

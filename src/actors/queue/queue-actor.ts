@@ -457,7 +457,7 @@ export class QueueActor {
     const w = this.windowOf(null);
     if (!w.estimated) return;
     w.estimated = false;
-    // The count is read before any write of this actor can land (the host asks it before the window's first read),
+    // The count is read before any write of this actor can land (the host asks it before the first message runs),
     // so count + changes since is exact; were it not, a window that still has a bound keeps 1, and the refill that
     // finds the end makes it exact (never 0 while jobs could wait unseen in the store).
     w.paged = n + (w.paged - ESTIMATE);

@@ -17,6 +17,15 @@ export class PgStore implements Store {
     return new PgStore(url, inFlight, { plan_cache_mode: 'force_generic_plan' });
   }
 
+  /**
+   * The pool of the counts nobody waits for, each without parallel workers. A parallel count of a million rows took
+   * both cores of a small machine for 200 ms, and another queue's commit waited 45-75 ms behind it; alone on one
+   * core it takes a little longer and the other core serves (docs/BENCHMARKS.md).
+   */
+  static forBackground(url: string, poolSize: number): PgStore {
+    return new PgStore(url, poolSize, { max_parallel_workers_per_gather: '0' });
+  }
+
   /** `settings`: more session settings for every connection of this pool (`-c name=value`). */
   constructor(url: string, poolSize: number, settings: Readonly<Record<string, string>> = {}) {
     // UTC sessions: row_to_json() of a timestamptz then always reads as an instant with +00:00.
