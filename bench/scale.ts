@@ -14,7 +14,8 @@
 // minutes): ids below every UUIDv7 the node makes, so it is older than anything enqueued during the run. The rows
 // are read once and checkpointed before the node starts, as a backlog built over time would be. Each level restarts
 // the node so that it knows the rows. SCALE_SECONDS (default 5) per throughput measurement;
-// SCALE_LEVELS (default 1000,100000,1000000) and SCALE_QUEUES (default 1,100,10000) to run fewer.
+// SCALE_LEVELS (default 1000,100000,1000000) and SCALE_QUEUES (default 1,100,10000) to run fewer; SCALE_DEBUG=1
+// prints when each restarted node listens, to line its trace up with PostgreSQL's statement log.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
