@@ -56,8 +56,8 @@ lint-deps: install
 # `make test` runs the two stores' suites side by side (a test spends most of its time waiting on a store, a timer
 # or a child node, not on a core), then, alone, the files that run three nodes at once or measure the node's
 # liveness under hostile load. `make test-pg` / `make test-pglite` run one store's whole suite. Test nodes run two
-# actor threads, except in the embedded store's suites (test-pglite, test-pglite-parallel), which run them on the
-# main thread (ACTOR_THREADS=0, the default on two cores or fewer): each mode gets the whole suite on one store.
+# actor threads (test/helpers.ts); SLUICE_TEST_ACTOR_THREADS=0 runs a suite with them on the main thread, the
+# default on two cores or fewer, at about 1.7 times the time (docs/BENCHMARKS.md, seventh session).
 SERIAL := test/fuzz.test.ts test/cluster.test.ts test/cluster-failover.test.ts
 PARALLEL := $(filter-out $(SERIAL),$(TESTS))
 
@@ -69,7 +69,7 @@ test-pg-parallel: sdk
 	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(PARALLEL)
 
 test-pglite-parallel: sdk
-	SLUICE_TEST_STORE=pglite SLUICE_TEST_ACTOR_THREADS=0 $(NODE) --test --test-concurrency=1 $(PARALLEL)
+	SLUICE_TEST_STORE=pglite $(NODE) --test --test-concurrency=1 $(PARALLEL)
 
 test-serial: sdk
 	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(SERIAL)
@@ -79,7 +79,7 @@ test-pg: sdk
 	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(TESTS)
 
 test-pglite: sdk
-	SLUICE_TEST_STORE=pglite SLUICE_TEST_ACTOR_THREADS=0 $(NODE) --test --test-concurrency=1 $(TESTS)
+	SLUICE_TEST_STORE=pglite $(NODE) --test --test-concurrency=1 $(TESTS)
 
 bench: install
 	$(NODE) bench/run.ts
