@@ -4,13 +4,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { EnqueueInput } from '../src/actors/queue/queue-actor.js';
-import { ManualClock } from '../src/clock.js';
+import { ManualClock, systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import type { Store } from '../src/io/db/store.js';
 import { ActorHost } from '../src/runtime/actor-host.js';
 import type { OrgOp, OrgOps, QueueOp, QueueOps, ThreadIn, ThreadOut } from '../src/runtime/protocol.js';
 import { freshStore, type StoreLocation } from './helpers.js';
-import { openStore } from './fixtures/direct-host.js';
+import { directHost, openStore, type DirectHost } from './fixtures/direct-host.js';
 import { enqueueInput } from './fixtures/enqueue-input.js';
 
 const ORG = '00000000-0000-4000-8000-000000000001';
@@ -253,5 +253,59 @@ describe('ActorHost without a thread', () => {
     const answer = new Promise((resolve, reject) => waiting.set((bad as { id: number }).id, { resolve, reject }));
     host.receive([bad]);
     await assert.rejects(answer, (err: Error & { code?: string }) => err.code === 'INTERNAL');
+  });
+});
+
+// Real time: the host keeps one timer for all its actors' wakes. A tick run by that timer may re-arm it (a job
+// falling due arms the next wake); the timer that fireDue then sets must replace that one, not run beside it: each
+// due round that re-armed left one timer more, each firing fireDue again at every later wake, and a stopped node's
+// leftover timers kept its process alive until the last wake (a lease, minutes).
+describe('ActorHost in real time', () => {
+  let location: StoreLocation;
+  let direct: DirectHost;
+  /** The fireDue timers set and neither cleared nor fired yet. */
+  const pending = new Set<NodeJS.Timeout>();
+  const realSet = globalThis.setTimeout;
+  const realClear = globalThis.clearTimeout;
+
+  before(async () => {
+    location = await freshStore();
+    const store = await openStore(location);
+    await store.query(
+      `INSERT INTO organizations (id, name, slug, plan, limit_overrides, created_at, updated_at) VALUES ($1, 'Host', 'host', 'pro', '{}', now(), now())`,
+      [ORG],
+    );
+    direct = await directHost(location, store, systemClock);
+    const set = ((fn: () => void, ms?: number) => {
+      if (!String(fn).includes('fireDue')) return realSet(fn, ms);
+      const t: NodeJS.Timeout = realSet(() => {
+        pending.delete(t);
+        fn();
+      }, ms);
+      pending.add(t);
+      return t;
+    }) as typeof setTimeout;
+    globalThis.setTimeout = set;
+    globalThis.clearTimeout = ((t?: NodeJS.Timeout) => {
+      if (t) pending.delete(t);
+      realClear(t);
+    }) as typeof clearTimeout;
+  });
+  after(async () => {
+    globalThis.setTimeout = realSet;
+    globalThis.clearTimeout = realClear;
+    await direct.stop();
+    await location.dispose();
+  });
+
+  test('due rounds that re-arm leave one timer, not one each', async () => {
+    const now = Date.now();
+    // A far wake keeps the timer armed after the near ones; five jobs fall due one after another before it.
+    await direct.ask(ORG, 'timers', 'enqueue', input({ scheduled_at: now + 3_600_000 }));
+    for (let i = 1; i <= 5; i++) await direct.ask(ORG, 'timers', 'enqueue', input({ scheduled_at: now + 100 + i * 40 }));
+    await new Promise((r) => realSet(r, 600));
+    const claimed = await direct.ask(ORG, 'timers', 'claim', { worker_id: 'w', limit: 10, lease_duration_secs: null, wait_ms: 0 });
+    assert.equal(claimed.jobs.length, 5, 'the five fell due');
+    assert.equal(pending.size, 1, 'one timer, for the next wake');
   });
 });

@@ -1044,6 +1044,10 @@ export class ActorHost {
       if (slot.busy) slot.tick = true;
       else this.tickActor(w.key, slot, w.actor);
     }
+    // A tick above may have armed a timer already (arm, with timerAt at Infinity): replaced, not left running, or
+    // every due round that re-armed left one more timer behind, each firing fireDue again at every later wake.
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
     const next = this.wakes.peek();
     if (next && !this.o.clock.manual) {
       this.timerAt = next.at;
