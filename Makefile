@@ -57,7 +57,7 @@ lint-deps: install
 # or a child node, not on a core), then, alone, the files that run three nodes at once or measure the node's
 # liveness under hostile load. `make test-pg` / `make test-pglite` run one store's whole suite. Test nodes run two
 # actor threads (test/helpers.ts); SLUICE_TEST_ACTOR_THREADS=0 runs a suite with them on the main thread, the
-# default on two cores or fewer, at about 1.7 times the time (docs/BENCHMARKS.md, seventh session).
+# default on two cores or fewer.
 SERIAL := test/fuzz.test.ts test/cluster.test.ts test/cluster-failover.test.ts
 PARALLEL := $(filter-out $(SERIAL),$(TESTS))
 
