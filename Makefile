@@ -9,6 +9,10 @@ SRC := $(shell find src -type f)
 UI_SRC := $(shell find ui/src -type f) ui/build.ts ui/tsconfig.json
 SDK := clients/typescript
 
+# tsc writes its output even when it reports errors: a failed build must not leave a dist/main.js that make
+# would then take for up to date.
+.DELETE_ON_ERROR:
+
 .PHONY: install run ui build sdk sdk-types test test-pg test-pglite test-pg-parallel test-pglite-parallel test-serial typecheck lint-deps bench screenshots clean
 
 node_modules/.package-lock.json: package.json package-lock.json
@@ -56,8 +60,9 @@ lint-deps: install
 # `make test` runs the two stores' suites side by side (a test spends most of its time waiting on a store, a timer
 # or a child node, not on a core), then, alone, the files that run three nodes at once or measure the node's
 # liveness under hostile load. `make test-pg` / `make test-pglite` run one store's whole suite. Test nodes run two
-# actor threads (test/helpers.ts); SLUICE_TEST_ACTOR_THREADS=0 runs a suite with them on the main thread, the
-# default on two cores or fewer.
+# actor threads (test/helpers.ts), except in the embedded store's suites (test-pglite, test-pglite-parallel), which
+# run them on the main thread (SLUICE_TEST_ACTOR_THREADS=0; ACTOR_THREADS=0 is the default on two cores or fewer):
+# each mode gets the whole suite on one store.
 SERIAL := test/fuzz.test.ts test/cluster.test.ts test/cluster-failover.test.ts
 PARALLEL := $(filter-out $(SERIAL),$(TESTS))
 
@@ -69,7 +74,7 @@ test-pg-parallel: sdk
 	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(PARALLEL)
 
 test-pglite-parallel: sdk
-	SLUICE_TEST_STORE=pglite $(NODE) --test --test-concurrency=1 $(PARALLEL)
+	SLUICE_TEST_STORE=pglite SLUICE_TEST_ACTOR_THREADS=0 $(NODE) --test --test-concurrency=1 $(PARALLEL)
 
 test-serial: sdk
 	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(SERIAL)
@@ -79,7 +84,7 @@ test-pg: sdk
 	SLUICE_TEST_STORE=pg $(NODE) --test --test-concurrency=1 $(TESTS)
 
 test-pglite: sdk
-	SLUICE_TEST_STORE=pglite $(NODE) --test --test-concurrency=1 $(TESTS)
+	SLUICE_TEST_STORE=pglite SLUICE_TEST_ACTOR_THREADS=0 $(NODE) --test --test-concurrency=1 $(TESTS)
 
 bench: install
 	$(NODE) bench/run.ts

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import type { JobRow, JournalRecord } from '../src/actors/records.js';
 import { loadConfig } from '../src/config.js';
 import { acquireShards } from '../src/io/db/sql/acquireShards.js';
@@ -70,7 +71,7 @@ const count = async (queue: string) => (await store.query<{ n: number }>(`SELECT
 const CLOCK = `extract(epoch FROM clock_timestamp())::float8`;
 
 interface SlowCommit {
-  /** Resolves once a commit sleeps inside its statement, its fence's row lock taken. */
+  /** Resolves once a commit sleeps inside its statement, its fence lock taken. */
   started(): Promise<void>;
   /** When its sleep ended, by PostgreSQL's clock: before the commit's transaction ended. */
   sleptUntil(): Promise<number>;
@@ -78,7 +79,7 @@ interface SlowCommit {
 
 /**
  * Runs `fn` with shard `shard` held by `node` under epoch 1, and with every insert into `queue` sleeping `seconds`
- * inside the commit's statement, after the fence has taken its row lock: a commit in flight that a test can race.
+ * inside the commit's statement, after the fence has taken its lock: a commit in flight that a test can race.
  * What waited for what is read from PostgreSQL's clock, not from the order the answers arrive in: a statement
  * that waited for the commit is woken as it ends, and its answer may reach the test before the commit's own.
  */
@@ -162,6 +163,33 @@ describe('the fence of a group commit', () => {
       assert.ok(handed!.at > slept, 'the hand-over went through only once the commit had ended');
       assert.equal(await count('fenced-renew'), 1);
     });
+  });
+
+  test('a commit that starts during a takeover waits for it, then finds the new epoch and writes nothing', { skip: STORE !== 'pg' && 'one connection: PGlite runs statements one at a time' }, async () => {
+    // The commit statement's own snapshot is taken before it waits; a fence that read the shard rows with it
+    // would see the old epoch once the takeover had committed, and write behind the new owner's back.
+    await store.query(`INSERT INTO shards (shard) VALUES (100006) ON CONFLICT DO NOTHING`);
+    await store.query(`UPDATE shards SET owner = $1, epoch = 1, lease_until = now() + interval '1 minute' WHERE shard = 100006`, [A]);
+    const takeover = new pg.Client({ connectionString: n.env.DATABASE_URL });
+    await takeover.connect();
+    try {
+      await takeover.query('BEGIN');
+      await takeover.query(`UPDATE shards SET owner = $1, epoch = epoch + 1 WHERE shard = 100006`, [B]);
+      const commit = commitBatch(store, [insert('fenced-during')], { node: A, shards: [100006], epochs: ['1'] });
+      const outcome = commit.then(() => 'written', (err: unknown) => (err instanceof FencedError ? 'fenced' : String(err)));
+      for (let i = 0; i < 500; i++) {
+        const [row] = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+        if (row!.n > 0) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const [waiting] = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      assert.equal(waiting!.n, 1, 'the commit waits for the takeover');
+      await takeover.query('COMMIT');
+      assert.equal(await outcome, 'fenced');
+      assert.equal(await count('fenced-during'), 0);
+    } finally {
+      await takeover.end();
+    }
   });
 
   test('a commit connection plans each statement shape once, however small its first commits', { skip: STORE !== 'pg' && 'PgStore: the pool of group commits on PostgreSQL' }, async () => {

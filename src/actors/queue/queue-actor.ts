@@ -256,6 +256,11 @@ export interface Waiter {
 }
 
 export type ClaimReply = { jobs: Record<string, unknown>[] };
+/** A job a claim took, and the lease it took it under. */
+interface Taken {
+  id: string;
+  lease: string;
+}
 
 export interface QueueConfig {
   max_retries: number | null;
@@ -780,9 +785,9 @@ export class QueueActor {
     this.lastClaimAt = fx.now;
     // A claim at the very instant a job falls due must see it, whether or not the thread's timer fired yet.
     this.tick(fx);
-    const ids = this.take(input, fx);
-    if (ids.length === 0) return null;
-    return (out) => this.claimed(ids, out);
+    const taken = this.take(input, fx);
+    if (taken.length === 0) return null;
+    return (out) => this.claimed(taken, out);
   }
 
   addWaiter(w: Waiter): void {
@@ -1289,13 +1294,13 @@ export class QueueActor {
     return () => view;
   }
 
-  private take(input: ClaimInput, fx: Effects): string[] {
+  private take(input: ClaimInput, fx: Effects): Taken[] {
     const now = fx.now;
-    const ids: string[] = [];
+    const taken: Taken[] = [];
     const q = this.queue;
     const max = q?.max_concurrency ?? null;
     const perKey = q?.concurrency_per_key ?? null;
-    while (ids.length < input.limit) {
+    while (taken.length < input.limit) {
       // A window ran out of held jobs while some wait in the store: its next one is unknown until the refill, so
       // no other lane may go before it.
       if (this.isStarved()) break;
@@ -1318,29 +1323,33 @@ export class QueueActor {
       // Only from pending: a claim never takes a row that is not what this actor believes it is.
       fx.write({ kind: 'update', id: job.id, state: this.state(job, now), returning: true, onlyFrom: ['pending'] });
       this.publish(fx, 'job.started', job.id, 'processing', { worker_id: input.worker_id, attempt: job.retry_count + 1 }, false, job.due_at);
-      ids.push(job.id);
+      taken.push({ id: job.id, lease: job.lease_id });
     }
-    return ids;
+    return taken;
   }
 
   private feedWaiters(fx: Effects): void {
     if (this.paused) return;
     while (this.waiters.length > 0 && this.hasReady()) {
       const w = this.waiters[0]!;
-      const ids = this.take(w.input, fx);
-      if (ids.length === 0) break;
+      const taken = this.take(w.input, fx);
+      if (taken.length === 0) break;
       this.waiters.shift();
-      w.respond((out) => this.claimed(ids, out));
+      w.respond((out) => this.claimed(taken, out));
     }
   }
 
-  /** The rows of the jobs a claim took, as committed; a row the commit did not change is not handed out. */
-  private claimed(ids: string[], out: CommitOutput): ClaimReply {
+  /**
+   * The rows of the jobs a claim took, as committed; a row the commit did not change is not handed out. Nor is a
+   * row under another lease: the job's lease ran out while its group waited and a later claim of the same group
+   * took it again, so the committed row is that claim's, and this one's lease was never written.
+   */
+  private claimed(taken: Taken[], out: CommitOutput): ClaimReply {
     const jobs: ClaimReply['jobs'] = [];
-    for (const id of ids) {
+    for (const { id, lease } of taken) {
       const row = out.rows.get(id);
-      if (row) jobs.push(row);
-      else this.diverged = true;
+      if (!row) this.diverged = true;
+      else if (row.lease_id === lease) jobs.push(row);
     }
     return { jobs };
   }

@@ -12,15 +12,14 @@ import type { CommitResult, ErrorEntry, JobRow, JobState, JournalRecord, Progres
 import type { Store } from '../store.js';
 
 /**
- * The shards the records belong to, with the epochs this node holds them under. The statement takes each shard
- * row FOR KEY SHARE and writes nothing unless every one is still this node's under that epoch: a node that took a
- * shard over (a new epoch or owner: key columns, migration 0024, so the update locks the row FOR UPDATE) waits for
- * this commit to end before its own update of the row goes through, and a commit that starts after the takeover
- * finds the new epoch and writes nothing. Either way the new owner loads the shard's rows only after the old
- * owner's last write. KEY SHARE is the weakest lock that does this: a lease renewal, which changes only
- * `lease_until` (FOR NO KEY UPDATE), neither waits for the commits in flight nor holds them up. Shard rows are
- * locked in shard order, here and in every statement that changes them: two commits of one node and a renewal
- * locking the same rows in different orders deadlocked under load (PostgreSQL answered 40P01).
+ * The shards the records belong to, with the epochs this node holds them under. The statement writes nothing
+ * unless every one is still this node's under that epoch: `sluice_fence` (migration 0025) takes the node's shared
+ * advisory lock, then reads the shard rows with a snapshot newer than the lock. Any change of a shard's owner or
+ * epoch takes the previous owner's lock exclusively (a trigger), so a takeover waits for this node's commits in
+ * flight, and a commit that starts during a takeover waits for it and then finds the new epoch: the new owner
+ * loads the shard's rows only after the old owner's last write. One lock per commit whatever its shards, and no
+ * row locks: a commit of many queues used to lock each shard row (a heap write, a WAL record, a MultiXact with
+ * two commits in flight). A lease renewal takes no advisory lock and neither waits for commits nor holds them up.
  */
 export interface Fence {
   node: string;
@@ -105,11 +104,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   /** Appended to every write's condition: true when there is no fence, else the fence's verdict. */
   let guard = '';
   if (fence !== null) {
-    ctes.push(`fence AS (
-      SELECT shard FROM shards
-      WHERE owner = ${p1(fence.node, 'uuid')} AND (shard, epoch) IN (SELECT * FROM unnest(${p(fence.shards, 'int')}, ${p(fence.epochs, 'bigint')}))
-      ORDER BY shard FOR KEY SHARE)`);
-    ctes.push(`fenced AS (SELECT count(*) = ${p1(fence.shards.length, 'int')} AS ok FROM fence)`);
+    ctes.push(`fenced AS MATERIALIZED (SELECT sluice_fence(${p1(fence.node, 'uuid')}, ${p(fence.shards, 'int')}, ${p(fence.epochs, 'bigint')}) AS ok)`);
     guard = ' AND (SELECT ok FROM fenced)';
     selects.push(`SELECT 'f' AS k, NULL::uuid AS id, NULL::json AS row FROM fenced WHERE NOT ok`);
   }

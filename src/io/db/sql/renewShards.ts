@@ -2,10 +2,10 @@
 // lease), and answers which it still has: a lease missing from the answer was taken by another node after it ran
 // out (this node was paused or cut off), and its actors here must go. Only leases the node knows are renewed, so
 // a row written for it by someone else cannot stay held by a node that does not serve it. The lease runs `ttlMs`
-// from the database's clock. Rows are locked in shard order, as every statement on shards locks them (see
-// commitBatch's fence): two statements locking several shard rows in different orders could deadlock. NO KEY
-// UPDATE, the lock of a plain update: it does not conflict with the commits' KEY SHARE fence, so a renewal
-// neither waits for the commits in flight nor makes them wait, while a takeover (FOR UPDATE) still waits for it.
+// from the database's clock. Rows are locked in shard order, as every statement on shards locks them: two
+// statements locking several shard rows in different orders could deadlock. A renewal changes neither owner nor
+// epoch, so it takes no fence lock (migration 0025): it neither waits for the commits in flight nor makes them
+// wait, while a takeover, which locks the row, still waits for it.
 import type { Store } from '../store.js';
 import type { ShardLease } from './acquireShards.js';
 
