@@ -271,6 +271,42 @@ describe('shard leases', () => {
     assert.ok(view.shards.filter((s) => s.shard >= 200000).every((s) => s.owner === Y));
   });
 
+  test('a lease that ran out while its owner commits is left for the next round, not waited for, whichever way the owner fences', { skip: STORE !== 'pg' && 'one connection: PGlite runs statements one at a time' }, async () => {
+    const old = randomUUID();
+    const next = randomUUID();
+    await registerNode(store, old, null);
+    await registerNode(store, next, null);
+    await store.query(`INSERT INTO shards (shard) VALUES (200010) ON CONFLICT DO NOTHING`);
+    const expire = () => store.query(`UPDATE shards SET owner = $1, lease_until = now() - interval '1 second' WHERE shard = 200010`, [old]);
+    // Bounded: an acquisition that waited for the commit would hang the test.
+    const takes = async () => {
+      const leases = acquireShards(store, next, 60_000, 'shards', 100000);
+      const waited = new Promise<never>((_, reject) => setTimeout(() => reject(new Error('the acquisition waited for the commit in flight')), 5_000).unref());
+      return (await Promise.race([leases, waited])).some((l) => l.shard === 200010);
+    };
+    const inFlight = new pg.Client({ connectionString: n.env.DATABASE_URL });
+    await inFlight.connect();
+    try {
+      // A commit of this version in flight: its node's fence lock, shared (sluice_fence).
+      await expire();
+      await inFlight.query('BEGIN');
+      await inFlight.query(`SELECT sluice_fence($1, '{200010}', (SELECT array[epoch] FROM shards WHERE shard = 200010))`, [old]);
+      assert.equal(await takes(), false, 'skipped while the commit is in flight');
+      await inFlight.query('COMMIT');
+      assert.equal(await takes(), true, 'taken once it ended');
+
+      // A commit of a node from before migration 0025, during a rolling update: the shard row FOR KEY SHARE.
+      await expire();
+      await inFlight.query('BEGIN');
+      await inFlight.query(`SELECT shard FROM shards WHERE shard = 200010 FOR KEY SHARE`);
+      assert.equal(await takes(), false, 'skipped while the old-style commit is in flight');
+      await inFlight.query('COMMIT');
+      assert.equal(await takes(), true, 'taken once it ended');
+    } finally {
+      await inFlight.end();
+    }
+  });
+
   test('a node started with the defaults holds each shard for CLUSTER_LEASE_MS (10 s) from its last renewal, no longer', async () => {
     const config = loadConfig(n.env);
     assert.equal(config.clusterLeaseMs, 10_000, 'the node under test runs with the default');
