@@ -156,7 +156,7 @@ export interface TestNode {
 }
 
 // Nodes run two actor threads unless a test says otherwise; SLUICE_TEST_ACTOR_THREADS=0 runs the suite with the actors
-// on the main thread (the default on two cores or fewer).
+// on the main thread (the default on two cores or fewer), as `make test` does for the embedded store's suites.
 
 /** A whole node in this process on an ephemeral port, with its own fresh store. */
 export async function startTestNode(opts: { clock?: Clock; env?: Record<string, string>; store?: StoreLocation } = {}): Promise<TestNode> {
