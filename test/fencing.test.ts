@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import type { JobRow, JournalRecord } from '../src/actors/records.js';
-import { loadConfig } from '../src/config.js';
+import { actorHosts, loadConfig } from '../src/config.js';
 import { acquireShards } from '../src/io/db/sql/acquireShards.js';
 import { PgStore } from '../src/io/db/pg.js';
 import { commitBatch, FencedError } from '../src/io/db/sql/commitBatch.js';
@@ -190,6 +190,18 @@ describe('the fence of a group commit', () => {
     } finally {
       await takeover.end();
     }
+  });
+
+  test('a node opens its commit connections before it serves, and names its pools', { skip: STORE !== 'pg' && 'PgStore: the pools of a node on PostgreSQL' }, async () => {
+    // Kept open from boot (PgStore.warm, keepOpen): the first commit, and the first after a quiet half minute, does
+    // not wait for a new connection and its statements prepared anew.
+    const config = loadConfig(n.env);
+    const rows = await store.query<{ name: string; n: number }>(
+      `SELECT application_name AS name, count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() GROUP BY 1`,
+    );
+    const count = (name: string) => rows.find((r) => r.name === name)?.n ?? 0;
+    assert.equal(count('sluice commits'), actorHosts(config.actorThreads) * config.commitPipeline, JSON.stringify(rows));
+    assert.ok(count('sluice general') >= 1, JSON.stringify(rows));
   });
 
   test('a commit connection plans each statement shape once, however small its first commits', { skip: STORE !== 'pg' && 'PgStore: the pool of group commits on PostgreSQL' }, async () => {

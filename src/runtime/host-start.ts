@@ -20,19 +20,21 @@ export interface ThreadInit {
 
 /** The host, booting: `post` hears its replies and, once its queues are loaded, the ready message (id 0). */
 export function startHost(init: ThreadInit, post: (batch: ThreadOut[]) => void): ActorHost {
+  // A connection for each group commit in flight, open before the first commit; the embedded store has one
+  // session for everything anyway.
+  const commits = init.store.kind === 'pg' ? PgStore.forCommits(init.store.url, init.config.commitPipeline) : undefined;
   const host = new ActorHost({
     index: init.index,
     threads: init.threads,
     nodeId: init.nodeId,
     config: init.config,
-    store: init.store.kind === 'pg' ? new PgStore(init.store.url, init.config.pgPoolSize) : new RemoteStore(init.store.port),
-    // A connection for each group commit in flight; the embedded store has one session for everything anyway.
-    commits: init.store.kind === 'pg' ? PgStore.forCommits(init.store.url, init.config.commitPipeline) : undefined,
+    store: init.store.kind === 'pg' ? new PgStore(init.store.url, init.config.pgPoolSize, { name: 'actors' }) : new RemoteStore(init.store.port),
+    commits,
     background: init.store.kind === 'pg' ? PgStore.forBackground(init.store.url, init.config.pgPoolSize) : undefined,
     clock: init.clock ? new ManualClock(init.clock) : systemClock,
     post,
   });
-  host.boot().then(
+  Promise.all([host.boot(), commits?.warm()]).then(
     () => post([{ id: 0, ok: true, value: 'ready' }]),
     (err: Error) => post([{ id: 0, ok: false, error: new AppError('UNAVAILABLE', `boot failed: ${err.message}`).toWire() }]),
   );
