@@ -78,7 +78,7 @@ export class PgInvalidations implements InvalidationChannel {
 
   /** Opens a connection and listens; a failed try leaves nothing open. */
   private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, keepAlive: true });
+    const client = new pg.Client({ connectionString: this.url, keepAlive: true, application_name: 'sluice listen' });
     client.on('notification', (msg) => {
       if (msg.channel !== CHANNEL || !msg.payload) return;
       try {
