@@ -70,6 +70,16 @@ const count = async (queue: string) => (await store.query<{ n: number }>(`SELECT
 /** Now, by PostgreSQL's clock, in seconds (microseconds kept). */
 const CLOCK = `extract(epoch FROM clock_timestamp())::float8`;
 
+/** Resolves once a session of this database waits as `where` says (pg_stat_activity), within 5 s. */
+async function sessionWaiting(where: string, failure: string): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    const [row] = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND ${where}`);
+    if (row!.n > 0) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(failure);
+}
+
 interface SlowCommit {
   /** Resolves once a commit sleeps inside its statement, its fence lock taken. */
   started(): Promise<void>;
@@ -95,14 +105,7 @@ async function withSlowCommit(shard: number, node: string, queue: string, second
     END $$;
     CREATE TRIGGER slow BEFORE INSERT ON jobs FOR EACH ROW EXECUTE FUNCTION slow_insert();`);
   const slow: SlowCommit = {
-    started: async () => {
-      for (let i = 0; i < 500; i++) {
-        const [row] = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'`);
-        if (row!.n > 0) return;
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      throw new Error('the slow commit never started');
-    },
+    started: () => sessionWaiting(`wait_event = 'PgSleep'`, 'the slow commit never started'),
     sleptUntil: async () => (await store.query<{ at: number }>(`SELECT at FROM slow_commit_end`))[0]!.at,
   };
   try {
@@ -177,13 +180,7 @@ describe('the fence of a group commit', () => {
       await takeover.query(`UPDATE shards SET owner = $1, epoch = epoch + 1 WHERE shard = 100006`, [B]);
       const commit = commitBatch(store, [insert('fenced-during')], { node: A, shards: [100006], epochs: ['1'] });
       const outcome = commit.then(() => 'written', (err: unknown) => (err instanceof FencedError ? 'fenced' : String(err)));
-      for (let i = 0; i < 500; i++) {
-        const [row] = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-        if (row!.n > 0) break;
-        await new Promise((r) => setTimeout(r, 10));
-      }
-      const [waiting] = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
-      assert.equal(waiting!.n, 1, 'the commit waits for the takeover');
+      await sessionWaiting(`wait_event_type = 'Lock'`, 'the commit did not wait for the takeover');
       await takeover.query('COMMIT');
       assert.equal(await outcome, 'fenced');
       assert.equal(await count('fenced-during'), 0);
