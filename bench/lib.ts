@@ -62,14 +62,17 @@ export function sortedOf(values: number[]): Float64Array {
 
 /**
  * BENCH_TRACE=<dir>: latency scenarios write `<name>.csv` (ms since start, latency ms) there, to see whether
- * slow requests come in bursts (a stall) or spread out (queueing).
+ * slow requests come in bursts (a stall) or spread out (queueing), or how a fresh node warms up.
  */
 export function writeTrace(name: string, points: Array<[number, number]>): void {
   const dir = process.env.BENCH_TRACE;
   if (!dir) return;
   fs.mkdirSync(dir, { recursive: true });
   const lines = points.sort((a, b) => a[0] - b[0]).map(([t, v]) => `${t.toFixed(2)},${v.toFixed(3)}`);
-  fs.writeFileSync(path.join(dir, `${name}.csv`), `t_ms,latency_ms\n${lines.join('\n')}\n`);
+  // A repeated scenario (BENCH_REPEAT) writes <name>-2.csv and so on beside the first run's.
+  let file = path.join(dir, `${name}.csv`);
+  for (let n = 2; fs.existsSync(file); n++) file = path.join(dir, `${name}-${n}.csv`);
+  fs.writeFileSync(file, `t_ms,latency_ms\n${lines.join('\n')}\n`);
 }
 
 /**

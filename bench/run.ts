@@ -6,7 +6,9 @@
 // jobs (scenario 1 leaves ~100k pending) do not slow the next. Environment: BENCH_SECONDS (measured
 // seconds per scenario, default 10), BENCH_CYCLE_JOBS (pre-fill for scenario 2), BENCH_QUIET_PCT (below),
 // BENCH_PG_ADMIN_URL, BENCH_PG_SETTINGS, BENCH_SERVER_ROOT, BENCH_NODE_ARGS, BENCH_TRACE, BENCH_CPU_PROF
-// (see lib.ts); anything else, such as ACTOR_THREADS or PG_POOL_SIZE, passes through to the node.
+// (see lib.ts); BENCH_REPEAT=n runs each scenario n times on the same node (the later runs on a node warmed by the
+// first: a fresh node's first seconds are slower, docs/BENCHMARKS.md); anything else, such as ACTOR_THREADS or
+// PG_POOL_SIZE, passes through to the node.
 // docs/BENCHMARKS.md has the results and what limits them.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -77,7 +79,13 @@ async function runOne(name: string, scenario: Scenario): Promise<Row[]> {
     log(`${name}: node at ${server.url} (pid ${server.pid})`);
     await waitForQuiet(name, server.pid, db.name);
     const s = server;
-    return await scenario({ url: s.url, key: s.key, server: s, databaseUrl: db.url, meter: () => new Meter(s.pid, monitor, db.name), log });
+    const rows: Row[] = [];
+    const repeat = Math.max(1, Number(process.env.BENCH_REPEAT ?? 1));
+    for (let i = 0; i < repeat; i++) {
+      const got = await scenario({ url: s.url, key: s.key, server: s, databaseUrl: db.url, meter: () => new Meter(s.pid, monitor, db.name), log });
+      rows.push(...got.map((r) => (i === 0 ? r : { ...r, scenario: `${r.scenario} (run ${i + 1} on the same node)` })));
+    }
+    return rows;
   } finally {
     const c = cleanup;
     cleanup = null;
