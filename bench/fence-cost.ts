@@ -1,0 +1,81 @@
+// PostgreSQL's CPU per one-job commit, the fence's share of which is fixed: `node --import tsx bench/fence-cost.ts`.
+// The database looks like a node's: its shards renewed every 200 ms (dead row versions, as lease renewals leave),
+// the commit statement and the fence's query planned at the first commit, on a table one page long. One commit
+// in flight, synchronous_commit off (the CPU, not the disk), BENCH_FENCE_SHARDS (1) shards per commit, 3 rounds of
+// 4 s. Prints commits/s and the commit backend's CPU per commit (/proc). To compare two commits, copy this file
+// into a tree of each (it imports only commitBatch, PgStore, migrate and bench/lib.ts).
+import fs from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import type { JournalRecord } from '../src/actors/records.js';
+import { migrate } from '../src/io/db/migrate.js';
+import { PgStore } from '../src/io/db/pg.js';
+import { commitBatch } from '../src/io/db/sql/commitBatch.js';
+import { fmt, freshDatabase, sleep } from './lib.js';
+
+const SHARDS = Number(process.env.BENCH_FENCE_SHARDS ?? 1);
+const ROUNDS = 3;
+const ROUND_MS = 4_000;
+
+/** User plus system CPU of a process so far, in clock ticks (10 ms). */
+function ticks(pid: number): number {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return Number(f[11]) + Number(f[12]);
+}
+
+function insert(org: string): JournalRecord {
+  const now = Date.now();
+  return {
+    kind: 'insert',
+    conflictKey: false,
+    job: {
+      id: randomUUID(), organization_id: org, queue_name: 'q', status: 'pending', payload: { n: 1 }, result: null, priority: 0,
+      retry_count: 0, max_retries: 3, last_error: null, errors: [], tags: {}, idempotency_key: null, timeout_seconds: 300,
+      scheduled_at: null, created_at: now, started_at: null, completed_at: null, updated_at: now, assigned_worker_id: null,
+      lease_id: null, lease_expires_at: null, workflow_id: null, dependencies_met: true, completion_webhook: null,
+      completion_webhook_secret: null, concurrency_key: null, idempotency_expires_at: null, debounce_key: null, debounce_until: null,
+    },
+  };
+}
+
+const db = await freshDatabase();
+try {
+  const general = new PgStore(db.url, 2);
+  await migrate(general);
+  await general.exec(`ALTER DATABASE ${db.name} SET synchronous_commit = off`);
+  const org = randomUUID();
+  const node = randomUUID();
+  await general.query(`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES ($1, 'bench', 'bench', now(), now())`, [org]);
+  await general.query(`INSERT INTO shards (shard) SELECT generate_series(0, 255) ON CONFLICT DO NOTHING`);
+  await general.query(`UPDATE shards SET owner = $1, epoch = 1, lease_until = now() + interval '1 hour' WHERE shard >= 0`, [node]);
+  const commits = PgStore.forCommits(db.url, 1);
+  const shards = Array.from({ length: SHARDS }, (_, i) => i * 7);
+  const fence = { node, shards, epochs: shards.map(() => '1') };
+  // The first commit plans the statements, as a node's first commit does.
+  await commitBatch(commits, [insert(org)], fence);
+  let renewing = true;
+  const renewals = (async () => {
+    while (renewing) {
+      await general.query(`UPDATE shards SET lease_until = now() + interval '1 hour' WHERE owner = $1`, [node]);
+      await sleep(200);
+    }
+  })();
+  await sleep(3_000);
+  const [{ pid }] = (await commits.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
+  for (let round = 0; round < ROUNDS; round++) {
+    const before = ticks(pid);
+    const end = performance.now() + ROUND_MS;
+    let n = 0;
+    while (performance.now() < end) {
+      await commitBatch(commits, [insert(org)], fence);
+      n++;
+    }
+    const cpu = ((ticks(pid) - before) * 10_000) / n;
+    console.log(`[bench] fence-cost: ${SHARDS} shard(s) per commit: ${fmt((n * 1000) / ROUND_MS)} commits/s, ${fmt(cpu)} µs of the backend's CPU per commit`);
+  }
+  renewing = false;
+  await renewals;
+  await commits.close();
+  await general.close();
+} finally {
+  await db.drop();
+}
