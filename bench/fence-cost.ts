@@ -4,23 +4,16 @@
 // in flight, synchronous_commit off (the CPU, not the disk), BENCH_FENCE_SHARDS (1) shards per commit, 3 rounds of
 // 4 s. Prints commits/s and the commit backend's CPU per commit (/proc). To compare two commits, copy this file
 // into a tree of each (it imports only commitBatch, PgStore, migrate and bench/lib.ts).
-import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import type { JournalRecord } from '../src/actors/records.js';
 import { migrate } from '../src/io/db/migrate.js';
 import { PgStore } from '../src/io/db/pg.js';
 import { commitBatch } from '../src/io/db/sql/commitBatch.js';
-import { fmt, freshDatabase, sleep } from './lib.js';
+import { fmt, freshDatabase, procTicks, sleep } from './lib.js';
 
 const SHARDS = Number(process.env.BENCH_FENCE_SHARDS ?? 1);
 const ROUNDS = 3;
 const ROUND_MS = 4_000;
-
-/** User plus system CPU of a process so far, in clock ticks (10 ms). */
-function ticks(pid: number): number {
-  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return Number(f[11]) + Number(f[12]);
-}
 
 function insert(org: string): JournalRecord {
   const now = Date.now();
@@ -62,14 +55,14 @@ try {
   await sleep(3_000);
   const [{ pid }] = (await commits.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
   for (let round = 0; round < ROUNDS; round++) {
-    const before = ticks(pid);
+    const before = procTicks(pid);
     const end = performance.now() + ROUND_MS;
     let n = 0;
     while (performance.now() < end) {
       await commitBatch(commits, [insert(org)], fence);
       n++;
     }
-    const cpu = ((ticks(pid) - before) * 10_000) / n;
+    const cpu = ((procTicks(pid) - before) * 10_000) / n;
     console.log(`[bench] fence-cost: ${SHARDS} shard(s) per commit: ${fmt((n * 1000) / ROUND_MS)} commits/s, ${fmt(cpu)} µs of the backend's CPU per commit`);
   }
   renewing = false;

@@ -262,36 +262,35 @@ export class Client {
   }
 
   post<T = any>(p: string, body: unknown, timeoutMs = 60_000): Promise<Reply<T>> {
-    const data = JSON.stringify(body);
+    return this.request<T>('POST', p, JSON.stringify(body), timeoutMs);
+  }
+
+  get<T = any>(p: string, timeoutMs = 60_000): Promise<Reply<T>> {
+    return this.request<T>('GET', p, null, timeoutMs);
+  }
+
+  private request<T>(method: 'GET' | 'POST', p: string, data: string | null, timeoutMs: number): Promise<Reply<T>> {
+    const headers: http.OutgoingHttpHeaders = { authorization: this.auth };
+    if (data !== null) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) });
     return new Promise((resolve, reject) => {
-      const req = http.request(
-        {
-          agent: this.agent,
-          host: this.host,
-          port: this.port,
-          method: 'POST',
-          path: p,
-          headers: { authorization: this.auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let parsed: unknown = text;
-            try {
-              parsed = text ? JSON.parse(text) : undefined;
-            } catch {
-              /* keep the text for the error message */
-            }
-            resolve({ status: res.statusCode ?? 0, body: parsed as T });
-          });
-          res.on('error', reject);
-        },
-      );
-      req.setTimeout(timeoutMs, () => req.destroy(new Error(`POST ${p}: no answer in ${timeoutMs} ms`)));
+      const req = http.request({ agent: this.agent, host: this.host, port: this.port, method, path: p, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = text;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {
+            /* keep the text for the error message */
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed as T });
+        });
+        res.on('error', reject);
+      });
+      req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${p}: no answer in ${timeoutMs} ms`)));
       req.on('error', reject);
-      req.end(data);
+      req.end(data ?? undefined);
     });
   }
 
@@ -350,7 +349,7 @@ export async function prefill(
 
 const TICK = 100; // USER_HZ: /proc reports CPU time in 1/100 s on Linux
 
-function procTicks(pid: number | string): number {
+export function procTicks(pid: number | string): number {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Fields after the command name (which may contain spaces): utime is 14th, stime 15th overall.
@@ -383,7 +382,7 @@ function runQueueNs(pid: number | string): number {
  * auxiliary processes (WAL writer, checkpointer…). Backends of other databases belong to whoever else uses
  * the server and are counted as "other".
  */
-function postgresPids(database: string): string[] {
+export function postgresPids(database: string): string[] {
   const pids: string[] = [];
   for (const d of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
