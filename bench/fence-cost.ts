@@ -3,32 +3,16 @@
 // the commit statement and the fence's query planned at the first commit, on a table one page long. One commit
 // in flight, synchronous_commit off (the CPU, not the disk), BENCH_FENCE_SHARDS (1) shards per commit, 3 rounds of
 // 4 s. Prints commits/s and the commit backend's CPU per commit (/proc). To compare two commits, copy this file
-// into a tree of each (it imports only commitBatch, PgStore, migrate and bench/lib.ts).
+// and bench/lib.ts into a tree of each (they import commitBatch, PgStore and migrate).
 import { randomUUID } from 'node:crypto';
-import type { JournalRecord } from '../src/actors/records.js';
 import { migrate } from '../src/io/db/migrate.js';
 import { PgStore } from '../src/io/db/pg.js';
 import { commitBatch } from '../src/io/db/sql/commitBatch.js';
-import { fmt, freshDatabase, procTicks, sleep } from './lib.js';
+import { fmt, freshDatabase, jobInsert, procTicks, sleep } from './lib.js';
 
 const SHARDS = Number(process.env.BENCH_FENCE_SHARDS ?? 1);
 const ROUNDS = 3;
 const ROUND_MS = 4_000;
-
-function insert(org: string): JournalRecord {
-  const now = Date.now();
-  return {
-    kind: 'insert',
-    conflictKey: false,
-    job: {
-      id: randomUUID(), organization_id: org, queue_name: 'q', status: 'pending', payload: { n: 1 }, result: null, priority: 0,
-      retry_count: 0, max_retries: 3, last_error: null, errors: [], tags: {}, idempotency_key: null, timeout_seconds: 300,
-      scheduled_at: null, created_at: now, started_at: null, completed_at: null, updated_at: now, assigned_worker_id: null,
-      lease_id: null, lease_expires_at: null, workflow_id: null, dependencies_met: true, completion_webhook: null,
-      completion_webhook_secret: null, concurrency_key: null, idempotency_expires_at: null, debounce_key: null, debounce_until: null,
-    },
-  };
-}
 
 const db = await freshDatabase();
 try {
@@ -44,7 +28,7 @@ try {
   const shards = Array.from({ length: SHARDS }, (_, i) => i * 7);
   const fence = { node, shards, epochs: shards.map(() => '1') };
   // The first commit plans the statements, as a node's first commit does.
-  await commitBatch(commits, [insert(org)], fence);
+  await commitBatch(commits, [jobInsert(org, 'q')], fence);
   let renewing = true;
   const renewals = (async () => {
     while (renewing) {
@@ -59,7 +43,7 @@ try {
     const end = performance.now() + ROUND_MS;
     let n = 0;
     while (performance.now() < end) {
-      await commitBatch(commits, [insert(org)], fence);
+      await commitBatch(commits, [jobInsert(org, 'q')], fence);
       n++;
     }
     const cpu = ((procTicks(pid) - before) * 10_000) / n;

@@ -5,7 +5,7 @@
 // The node runs as a child so that its CPU is measured apart from the load generator's; both share the
 // same 2 cores with PostgreSQL, which is the point of reporting the split.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -13,6 +13,7 @@ import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import type { JournalRecord } from '../src/actors/records.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const ADMIN_URL = process.env.BENCH_PG_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -563,4 +564,20 @@ export function usageRows(scenario: string, u: Usage, writeRequests: number): Ro
       `${fmt(u.commits / u.seconds)} · ${fmt(writeRequests / Math.max(1, u.commits), 1)} · ${fmt(u.walBytes / Math.max(1, writeRequests))}`,
     ),
   ];
+}
+
+/** A group commit's record of one new job, for the benchmarks of commitBatch alone (commit-fence, fence-cost). */
+export function jobInsert(org: string, queue: string): JournalRecord {
+  const now = Date.now();
+  return {
+    kind: 'insert',
+    conflictKey: false,
+    job: {
+      id: randomUUID(), organization_id: org, queue_name: queue, status: 'pending', payload: { n: 1 }, result: null, priority: 0,
+      retry_count: 0, max_retries: 3, last_error: null, errors: [], tags: {}, idempotency_key: null, timeout_seconds: 300,
+      scheduled_at: null, created_at: now, started_at: null, completed_at: null, updated_at: now, assigned_worker_id: null,
+      lease_id: null, lease_expires_at: null, workflow_id: null, dependencies_met: true, completion_webhook: null,
+      completion_webhook_secret: null, concurrency_key: null, idempotency_expires_at: null, debounce_key: null, debounce_until: null,
+    },
+  };
 }
