@@ -181,6 +181,8 @@ describe('the fence of a group commit', () => {
       const commit = commitBatch(store, [insert('fenced-during')], { node: A, shards: [100006], epochs: ['1'] });
       const outcome = commit.then(() => 'written', (err: unknown) => (err instanceof FencedError ? 'fenced' : String(err)));
       await sessionWaiting(`wait_event_type = 'Lock'`, 'the commit did not wait for the takeover');
+      const [waiting] = await store.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+      assert.equal(waiting!.n, 1, 'the commit alone waits for the takeover');
       await takeover.query('COMMIT');
       assert.equal(await outcome, 'fenced');
       assert.equal(await count('fenced-during'), 0);
