@@ -242,6 +242,38 @@ describe('worker: prefetch', { skip: CLIENT_SUITE_SKIP }, () => {
     });
   }
 
+  for (const transport of ['http', 'grpc'] as const) {
+    test(`a prefetched job starts when the handler before it returns, before that job's report is answered (${transport})`, async () => {
+      const queue = `b-prefetch-order-${transport}`;
+      const ids = await enqueue(client, queue, [{}, {}]);
+      const order: string[] = [];
+      let running = 0;
+      let max = 0;
+      const worker = new Worker(
+        client,
+        queue,
+        async (job) => {
+          running++;
+          max = Math.max(max, running);
+          order.push(`start ${job.id}`);
+          await sleep(20);
+          running--;
+        },
+        { concurrency: 1, prefetch: 1, pollWaitMs: 1000, transport, grpc: { address: `127.0.0.1:${n.node.grpcPort}` } },
+      );
+      worker.on('completed', (job) => order.push(`completed ${job.id}`));
+      try {
+        await until(() => order.length === 4, 10_000, 'both jobs completed');
+      } finally {
+        await worker.close();
+      }
+      // Both came in one claim (limit 2), so which ran first is the claim's order.
+      const [first, second] = order[0] === `start ${ids[0]}` ? ids : [ids[1]!, ids[0]!];
+      assert.deepEqual(order.slice(0, 2), [`start ${first}`, `start ${second}`], `the second handler did not wait for the first report: ${order.join(', ')}`);
+      assert.equal(max, 1, 'handlers at once');
+    });
+  }
+
   test('close() runs the prefetched jobs it holds before it deregisters', async () => {
     const ids = await enqueue(client, 'b-prefetch-close', Array.from({ length: 8 }, () => ({})));
     const started: string[] = [];

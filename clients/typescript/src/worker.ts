@@ -212,7 +212,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   private readonly running = new Map<string, Running>();
   /** Prefetched jobs waiting for a slot, oldest first. */
   private readonly waiting: Running[] = [];
-  /** Slots taken: handlers running or reporting. */
+  /** Slots taken: handlers running (a reported job holds no slot, only its place in `running`). */
   private busy = 0;
   private id: string;
   private transport: Transport | null = null;
@@ -284,9 +284,9 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     return this.state === 'closing' || this.state === 'closed';
   }
 
-  /** Handlers running now (with their reports). */
+  /** Jobs started and not yet reported: handlers running, and reports waiting for their answer. */
   get active(): number {
-    return this.busy;
+    return this.running.size - this.waiting.length;
   }
 
   /** Jobs handled since start (reported or not). */
@@ -442,13 +442,21 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   private begin(r: Running): void {
     r.started = true;
     this.busy++;
-    void this.process(r).finally(() => {
+    // The handler's slot frees when it returns, the job's hold (what claims are sized by) when its report is
+    // answered: a prefetched job starts while the last one's acknowledgement is on its way.
+    let slot = true;
+    const freeSlot = () => {
+      if (!slot) return;
+      slot = false;
       this.busy--;
-      this.running.delete(r.job.id);
       this.processedCount++;
       // The slot goes to the oldest prefetched job first.
       const next = this.waiting.shift();
       if (next) this.begin(next);
+    };
+    void this.process(r, freeSlot).finally(() => {
+      freeSlot();
+      this.running.delete(r.job.id);
       if (this.running.size === 0) this.drained?.();
       this.transport?.wake();
     });
@@ -493,7 +501,8 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     tick();
   }
 
-  private async process(r: Running): Promise<void> {
+  /** Runs the handler, calls `handled` as it returns, then reports the outcome. */
+  private async process(r: Running, handled: () => void): Promise<void> {
     const { job } = r;
     if (job.timeout_seconds > 0) {
       r.deadline = setTimeout(() => {
@@ -532,6 +541,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
       clearTimeout(r.renewTimer);
       clearTimeout(r.deadline);
     }
+    handled();
     // A renewal in flight decides whether the lease is still ours.
     if (r.renewing) await r.renewing;
     if (r.abandoned) return;
