@@ -121,6 +121,59 @@ describe('batch acknowledgement', () => {
     assert.deepEqual(again.body.failed.map((x: { index: number; error: { code: string } }) => [x.index, x.error.code]), [[2, 'LEASE_EXPIRED']]);
   });
 
+  test('with claim, the request then claims the next jobs for its worker: after its completions, whose slots it gets', async () => {
+    const queue = 'ack-claim';
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await api.enqueue({ queue_name: queue, payload: { i } })).id);
+    assert.equal((await api.put(`/api/v1/queues/${queue}/config`, { max_concurrency: 2 })).status, 200);
+    const first = await api.claim(queue, { limit: 5 });
+    assert.deepEqual(first.map((j: { id: string }) => j.id), ids.slice(0, 2), 'max_concurrency 2');
+    const r = await api.post('/api/v1/jobs/complete', {
+      worker_id: 'w1',
+      jobs: [
+        { id: first[0].id, lease_id: first[0].lease_id, result: { ok: 1 } },
+        { id: first[1].id, lease_id: '00000000-0000-4000-8000-000000000000' },
+      ],
+      claim: { queue_name: queue, limit: 5 },
+    });
+    assert.equal(r.status, 200);
+    assert.deepEqual(r.body.succeeded.map((x: { index: number }) => x.index), [0]);
+    assert.deepEqual(r.body.failed.map((x: { index: number; error: { code: string } }) => [x.index, x.error.code]), [[1, 'LEASE_EXPIRED']]);
+    assert.equal(r.body.claim_error, undefined);
+    // The completion was taken first: its slot went to the claim (had the claim come first, it would have found none).
+    assert.deepEqual(r.body.jobs.map((j: { id: string }) => j.id), [ids[2]]);
+    const [next] = r.body.jobs;
+    assert.equal(next.status, 'processing');
+    assert.equal(next.assigned_worker_id, 'w1');
+    assert.ok(next.lease_id);
+    assert.deepEqual(next.payload, { i: 2 });
+    // Leased for real: it completes with that lease, and the next batch claims on.
+    const again = await api.post('/api/v1/jobs/complete', {
+      worker_id: 'w1',
+      jobs: [{ id: next.id, lease_id: next.lease_id }, { id: first[1].id, lease_id: first[1].lease_id }],
+      claim: { queue_name: queue, limit: 5 },
+    });
+    assert.equal(again.body.success_count, 2);
+    assert.deepEqual(again.body.jobs.map((j: { id: string }) => j.id).sort(), [ids[3], ids[4]].sort());
+    assert.equal((await api.get(`/api/v1/jobs/${first[0].id}`)).body.status, 'completed');
+    // No claim asked: no jobs field.
+    const plain = await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: again.body.jobs.map((j: { id: string; lease_id: string }) => ({ id: j.id, lease_id: j.lease_id })) });
+    assert.equal(plain.body.success_count, 2);
+    assert.equal(plain.body.jobs, undefined);
+  });
+
+  test('with claim on a paused queue the completions stand and nothing is claimed', async () => {
+    await api.enqueue({ queue_name: 'ack-claim-a', payload: {} });
+    await api.enqueue({ queue_name: 'ack-claim-paused', payload: {} });
+    const [j] = await api.claim('ack-claim-a');
+    assert.equal((await api.post('/api/v1/queues/ack-claim-paused/pause', {})).status, 200);
+    const r = await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: [{ id: j.id, lease_id: j.lease_id }], claim: { queue_name: 'ack-claim-paused' } });
+    assert.equal(r.status, 200);
+    assert.equal(r.body.success_count, 1);
+    assert.deepEqual(r.body.jobs, []);
+    assert.equal((await api.get(`/api/v1/jobs/${j.id}`)).body.status, 'completed');
+  });
+
   test('bad requests change nothing: no worker_id anywhere, a bad id, too many items, an empty list', async () => {
     await api.enqueue({ queue_name: 'ack-bad', payload: {} });
     const [j] = await api.claim('ack-bad');
@@ -129,6 +182,12 @@ describe('batch acknowledgement', () => {
     assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: [] }));
     const many = Array.from({ length: 501 }, () => ({ id: j.id, lease_id: j.lease_id }));
     assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: many }));
+    // A claim needs the request's worker_id (the items' own do not say whose the claimed jobs are), takes no wait.
+    const item = { id: j.id, lease_id: j.lease_id, worker_id: 'w1' };
+    assertInvalid(await api.post('/api/v1/jobs/complete', { jobs: [item], claim: { queue_name: 'ack-bad' } }), 'worker_id');
+    assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: [item], claim: { queue_name: 'ack-bad', wait_ms: 100 } }));
+    assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: [item], claim: { queue_name: 'ack-bad', limit: 101 } }));
+    assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: [item], claim: {} }));
     assert.equal((await api.get(`/api/v1/jobs/${j.id}`)).body.status, 'processing');
   });
 });

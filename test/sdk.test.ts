@@ -120,6 +120,19 @@ describe('SDK: every route family', () => {
     const acked = await client.jobs.completeMany([{ id: x!.id, lease_id: x!.lease_id!, result: 1 }, { id: y!.id, lease_id: 'stale' }], { worker_id: 'sdk-w' });
     assert.deepEqual(acked.succeeded.map((s) => [s.index, s.id, s.status]), [[0, x!.id, 'completed']]);
     assert.deepEqual(acked.failed.map((f) => [f.index, f.id, f.error.code]), [[1, y!.id, 'LEASE_EXPIRED']]);
+    assert.equal(acked.jobs, undefined);
+  });
+
+  test('jobs: a batch acknowledgement that claims the next jobs', async () => {
+    await client.jobs.enqueueBulk([{ payload: { n: 1 } }, { payload: { n: 2 } }, { payload: { n: 3 } }], { queue_name: 'sdk-ack-claim' });
+    const [x] = await client.jobs.claim({ queue_name: 'sdk-ack-claim', worker_id: 'sdk-w' });
+    const acked = await client.jobs.completeMany([{ id: x!.id, lease_id: x!.lease_id! }], { worker_id: 'sdk-w', claim: { queue_name: 'sdk-ack-claim', limit: 5 } });
+    assert.equal(acked.success_count, 1);
+    assert.deepEqual(acked.jobs!.map((j) => j.payload), [{ n: 2 }, { n: 3 }]);
+    assert.ok(acked.jobs!.every((j) => j.status === 'processing' && j.lease_id));
+    const more = await client.jobs.completeMany(acked.jobs!.map((j) => ({ id: j.id, lease_id: j.lease_id! })), { worker_id: 'sdk-w', claim: { queue_name: 'sdk-ack-claim' } });
+    assert.equal(more.success_count, 2);
+    assert.deepEqual(more.jobs, []);
   });
 
   test('pagination: 250 jobs walked in pages of 100 through X-Next-Cursor', async () => {

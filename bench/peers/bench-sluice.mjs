@@ -6,7 +6,8 @@
 // Variants (process and latency): claim1 = 50 loops of claim(limit 1) -> handler -> complete;
 // batch = 5 loops of long-poll claim(limit 10) -> 10 handlers -> 10 completes in parallel (what an SDK worker
 // with prefetch would do); ack = 5 loops of long-poll claim(limit 10) -> 10 handlers -> one batch
-// acknowledgement (POST /api/v1/jobs/complete); grpc = one QueueService.ProcessJobs stream keeping 50 jobs
+// acknowledgement (POST /api/v1/jobs/complete); ackclaim = the same, each acknowledgement also claiming the next
+// 10 (its `claim` field), a long poll only when that comes back empty; grpc = one QueueService.ProcessJobs stream keeping 50 jobs
 // asked for, each completed on the stream; sdk / sdk-grpc = the TypeScript SDK's Worker (concurrency 50) over
 // REST / gRPC, from the checkout's clients/typescript/dist (run `make sdk` there first). Enqueue scenarios
 // ignore the variant.
@@ -26,6 +27,7 @@ const SHAPES = {
   claim1: { loops: 50, limit: 1, waitMs: 0 },
   batch: { loops: 5, limit: 10, waitMs: 1000 },
   ack: { loops: 5, limit: 10, waitMs: 1000, ack: true },
+  ackclaim: { loops: 5, limit: 10, waitMs: 1000, ack: true, claimOnAck: true },
   grpc: { grpc: true, concurrency: 50 },
   sdk: { sdk: 'http', concurrency: 50 },
   'sdk-grpc': { sdk: 'grpc', concurrency: 50 },
@@ -118,8 +120,15 @@ function startWorkers(shape) {
       catch { await sleep(5); continue; }
       if (!jobs.length) { if (!waitMs) await sleep(5); continue; }
       if (ack) {
-        for (const job of jobs) handler(job);
-        await call('POST', '/api/v1/jobs/complete', { worker_id, jobs: jobs.map((job) => ({ id: job.id, lease_id: job.lease_id, result: { ok: true } })) });
+        // ackclaim: each acknowledgement also claims the next jobs, until one comes back empty (then a long poll).
+        while (jobs.length > 0) {
+          for (const job of jobs) handler(job);
+          const r = await call('POST', '/api/v1/jobs/complete', {
+            worker_id, jobs: jobs.map((job) => ({ id: job.id, lease_id: job.lease_id, result: { ok: true } })),
+            ...(shape.claimOnAck && !stopped ? { claim: { queue_name: Q, limit } } : {}),
+          });
+          jobs = r.jobs ?? [];
+        }
         continue;
       }
       await Promise.all(jobs.map(async (job) => {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The peer benchmark (../shared/bench-peers: Sluice against BullMQ, graphile-worker and pg-boss on one machine with
 # one workload) with this repository's Sluice driver, bench/peers/bench-sluice.mjs: the shared driver plus the
-# worker variants Sluice has since gained (ack: batch acknowledgements; grpc: a ProcessJobs stream; sdk, sdk-grpc:
+# worker variants Sluice has since gained (ack: batch acknowledgements; ackclaim: acknowledgements that claim the next jobs; grpc: a ProcessJobs stream; sdk, sdk-grpc:
 # the TypeScript SDK's Worker; sdk-prefetch, sdk-grpc-prefetch: the same holding 50 jobs ahead). The shared folder is read-only, so it is copied to BENCH_PEERS_WORK (default
 # .tmp/bench-peers), the driver is laid over it and the new variants are added to run-all.sh's matrix.
 #
@@ -22,7 +22,7 @@ cp "$here/bench-sluice.mjs" "$work/bench-sluice.mjs"
 # The lock file of the shared folder lacks some optional platform packages, which `npm ci` refuses.
 [ -d "$work/node_modules" ] || (cd "$work" && npm install --no-audit --no-fund)
 # Our variants join the matrix after the shared Sluice rows.
-rows=$(for v in ack grpc sdk sdk-grpc sdk-prefetch sdk-grpc-prefetch; do printf '  "bench-sluice.mjs            -                                 process         %s"\\n' "$v"; done
+rows=$(for v in ack ackclaim grpc sdk sdk-grpc sdk-prefetch sdk-grpc-prefetch; do printf '  "bench-sluice.mjs            -                                 process         %s"\\n' "$v"; done
        printf '  "bench-sluice.mjs            -                                 latency         sdk"\\n')
 sed -i "/\"bench-sluice.mjs .*latency *batch\"/a\\
 $rows" "$work/run-all.sh"

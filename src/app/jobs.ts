@@ -98,13 +98,23 @@ export type ClaimRequest = Valid<typeof ClaimBody>;
 export const CompleteBody = validator(Type.Object({ worker_id: WorkerId, lease_id: Type.Optional(LeaseId), result: Type.Optional(Type.Unknown()) }));
 /** Items of one batch acknowledgement: enough for a worker's whole prefetch, small enough to answer at once. */
 export const ACK_MAX = 500;
-/** A batch acknowledgement; `worker_id` at the top is the default of the items. */
+/**
+ * A batch acknowledgement; `worker_id` at the top is the default of the items. `claim` asks, in the same request,
+ * for the next jobs of a queue for that worker (no waiting): one round trip per batch instead of two.
+ */
 export const CompleteManyBody = validator(
   Type.Object({
     worker_id: Type.Optional(WorkerId),
     jobs: Type.Array(
       Type.Object({ id: Uuid, worker_id: Type.Optional(WorkerId), lease_id: Type.Optional(LeaseId), result: Type.Optional(Type.Unknown()) }),
       { minItems: 1, maxItems: ACK_MAX },
+    ),
+    claim: Type.Optional(
+      Type.Object({
+        queue_name: QueueName,
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+        lease_duration_secs: Type.Optional(LeaseSecs),
+      }, { additionalProperties: false, description: 'claims without waiting: a wait_ms here is refused' }),
     ),
   }),
 );
@@ -146,16 +156,19 @@ export interface Enqueued {
   job: Row;
 }
 
-/** The outcome of a batch acknowledgement, in the shape of a bulk enqueue's. */
 /** One item of completeEach: completed, or why not. */
 export type CompleteEachOutcome = { id: string; completed_at: number } | { id: string; error: AppError };
 
+/** The outcome of a batch acknowledgement, in the shape of a bulk enqueue's; with `claim`, the jobs it claimed. */
 export interface AckOutcome {
   succeeded: Array<{ index: number; id: string; status: 'completed'; completed_at: number }>;
   failed: Array<{ index: number; id: string; error: Record<string, unknown> }>;
   total: number;
   success_count: number;
   failure_count: number;
+  jobs?: ClaimReply['jobs'];
+  /** Why the claim asked for alongside got nothing (the completions above stand). */
+  claim_error?: Record<string, unknown>;
 }
 
 export interface BulkOutcome {
@@ -394,11 +407,32 @@ export class Jobs {
   async completeMany(org: string, r: CompleteManyRequest): Promise<AckOutcome> {
     const missing = r.jobs.findIndex((j) => j.worker_id === undefined && r.worker_id === undefined);
     if (missing >= 0) throw validationError([{ field: `jobs[${missing}].worker_id`, message: 'is required when the request gives no worker_id' }]);
+    const next = r.claim;
+    if (next && r.worker_id === undefined) throw validationError([{ field: 'worker_id', message: 'is required with claim: the jobs claimed are leased to it' }]);
+    // The claim is asked once every completion has been asked: an actor takes its messages in order, so the claim
+    // finds the slots (max_concurrency, concurrency keys) the completions freed, and usually rides in their commit.
+    const claiming: { reply: Promise<ClaimReply['jobs']> | null } = { reply: null };
     const outcomes = await this.completeEach(
       org,
       r.jobs.map((j) => ({ id: j.id, worker_id: (j.worker_id ?? r.worker_id)!, lease_id: j.lease_id ?? null, result: j.result ?? null })),
+      next
+        ? () => {
+            claiming.reply = this.claim(org, { queue_name: next.queue_name, worker_id: r.worker_id!, limit: next.limit, lease_duration_secs: next.lease_duration_secs });
+            // Settled before the completions are: handled below, not an unhandled rejection meanwhile.
+            claiming.reply.catch(() => {});
+          }
+        : undefined,
     );
     const out: AckOutcome = { succeeded: [], failed: [], total: r.jobs.length, success_count: 0, failure_count: 0 };
+    if (claiming.reply !== null) {
+      // The completions stand whatever the claim does: its failure is reported beside them, not instead of them.
+      try {
+        out.jobs = await claiming.reply;
+      } catch (err) {
+        out.jobs = [];
+        out.claim_error = (err instanceof AppError ? err : new AppError('UNAVAILABLE', 'The claim could not be made; retry')).toBody();
+      }
+    }
     outcomes.forEach((o, index) => {
       if ('error' in o) out.failed.push({ index, id: o.id, error: o.error.toBody() });
       else out.succeeded.push({ index, id: o.id, status: 'completed', completed_at: o.completed_at });
@@ -413,7 +447,7 @@ export class Jobs {
    * one ask per queue actor for all its items; an unknown id is NOT_FOUND, a stale lease LEASE_EXPIRED (or
    * JOB_CANCELLED, as `complete` tells it), an actor that could not take its items fails each of them.
    */
-  async completeEach(org: string, items: CompleteInput[]): Promise<CompleteEachOutcome[]> {
+  async completeEach(org: string, items: CompleteInput[], asked?: () => void): Promise<CompleteEachOutcome[]> {
     const outcomes: CompleteEachOutcome[] = new Array(items.length);
     const byQueue = new Map<string, Array<{ index: number; input: CompleteInput }>>();
     await Promise.all(
@@ -429,8 +463,7 @@ export class Jobs {
         list.push({ index, input });
       }),
     );
-    await Promise.all(
-      [...byQueue].map(async ([queue, list]) => {
+    const answers = [...byQueue].map(async ([queue, list]) => {
         let replies: CompleteOutcome[];
         try {
           replies = await this.c.actors.ask(org, queue, 'completeMany', { items: list.map((i) => i.input) });
@@ -446,8 +479,10 @@ export class Jobs {
             outcomes[index] = reply.ok ? { id: reply.id, completed_at: reply.completed_at } : { id: reply.id, error: await this.whyNot(org, input, reply.error) };
           }),
         );
-      }),
-    );
+      });
+    // Every actor has been asked (each ask is sent before its function's first await).
+    asked?.();
+    await Promise.all(answers);
     return outcomes;
   }
 

@@ -5,6 +5,7 @@ import { HttpCore, type HttpOptions, type Query, type RetryOptions, type RetryEv
 import { Paginator, type Page } from './pagination.js';
 import { EventStream, filterQuery, type EventFilterOptions, type EventStreamOptions } from './sse.js';
 import type {
+  AckClaim,
   AckItem,
   AckResult,
   ApiKey,
@@ -251,10 +252,12 @@ export class Jobs extends Resource {
 
   /**
    * Completes up to 500 claimed jobs in one request; each item succeeds or fails alone (see AckResult). Retried
-   * like complete: completing a job twice answers its item LEASE_EXPIRED, never a second completion.
+   * like complete: completing a job twice answers its item LEASE_EXPIRED, never a second completion. With
+   * `claim` (which needs `worker_id`), the same request then claims the next jobs (AckResult.jobs); such a request
+   * is never retried automatically, as a claim is not: a lost answer would strand the jobs until their lease ends.
    */
-  completeMany(jobs: AckItem[], defaults: { worker_id?: string } = {}, o: ReportOptions = {}): Promise<AckResult> {
-    return this.call('POST', '/api/v1/jobs/complete', { body: { ...defaults, jobs }, idempotent: true, signal: o.signal, onRetry: o.onRetry });
+  completeMany(jobs: AckItem[], defaults: { worker_id?: string; claim?: AckClaim } = {}, o: ReportOptions = {}): Promise<AckResult> {
+    return this.call('POST', '/api/v1/jobs/complete', { body: { ...defaults, jobs }, idempotent: defaults.claim === undefined, signal: o.signal, onRetry: o.onRetry });
   }
 
   /** `retryable: false` dead-letters the job at once. */

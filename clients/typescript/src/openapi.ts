@@ -181,7 +181,7 @@ export interface paths {
         put?: never;
         /**
          * Complete up to 500 claimed jobs at once (a batch acknowledgement)
-         * @description Each item completes as POST /jobs/{id}/complete would, or fails alone (a stale lease, a job cancelled under this worker, an unknown id): the answer lists both, by the item position. worker_id at the top is the default of the items.
+         * @description Each item completes as POST /jobs/{id}/complete would, or fails alone (a stale lease, a job cancelled under this worker, an unknown id): the answer lists both, by the item position. worker_id at the top is the default of the items. With claim, the same request then claims up to claim.limit jobs of claim.queue_name for worker_id (required then), without waiting, as POST /jobs/claim would: they come back in jobs; if that claim fails, jobs is empty and claim_error says why, and the completions stand.
          */
         post: operations["completeJobs"];
         delete?: never;
@@ -1477,6 +1477,9 @@ export interface components {
             total: number;
             success_count: number;
             failure_count: number;
+            /** @description with claim in the request: the jobs it claimed, each with its lease_id */
+            jobs?: components["schemas"]["Job"][];
+            claim_error?: components["schemas"]["Error"];
         };
         ApiKey: {
             /** Format: uuid */
@@ -2783,6 +2786,12 @@ export interface operations {
                         lease_id?: string;
                         result?: unknown;
                     }[];
+                    /** @description claims without waiting: a wait_ms here is refused */
+                    claim?: {
+                        queue_name: string;
+                        limit?: number;
+                        lease_duration_secs?: number;
+                    };
                 };
             };
         };

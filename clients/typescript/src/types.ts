@@ -150,6 +150,18 @@ export interface AckResult {
   total: number;
   success_count: number;
   failure_count: number;
+  /** With `claim` in the request: the jobs it claimed, each under its lease. */
+  jobs?: Job[];
+  /** With `claim`: why it claimed nothing (the completions stand). */
+  claim_error?: { error: string; code: string; message: string; status: number; [extra: string]: unknown };
+}
+
+/** The next jobs claimed by a batch acknowledgement, for the request's worker_id, without waiting. */
+export interface AckClaim {
+  queue_name: string;
+  /** 1 to 100 (default 1). */
+  limit?: number;
+  lease_duration_secs?: number;
 }
 
 export interface FailReply {

@@ -158,6 +158,8 @@ export const AckResult = Type.Object(
     total: Type.Integer(),
     success_count: Type.Integer(),
     failure_count: Type.Integer(),
+    jobs: Type.Optional(Type.Array(Job, { description: 'with claim in the request: the jobs it claimed, each with its lease_id' })),
+    claim_error: Type.Optional(ErrorBody),
   },
   { $id: 'AckResult' },
 );

@@ -49,7 +49,10 @@ export function jobRoutes(app: App): Route[] {
     }),
     completeMany: async (req: Request): Promise<Response> => {
       const out = await jobs.completeMany(org(req), CompleteManyBody(req.body));
-      return { status: 200, body: { ...out, succeeded: out.succeeded.map(presentTimes) } };
+      const claimed = out.jobs;
+      const body = { ...out, succeeded: out.succeeded.map(presentTimes), ...(claimed ? { jobs: claimed.map(presentJob) } : {}) };
+      // As for a claim: jobs claimed for a client that is gone go back at once, not after their lease.
+      return { status: 200, body, ...(claimed && claimed.length > 0 ? { undelivered: () => jobs.unclaim(org(req), claimed) } : {}) };
     },
     fail: async (req: Request): Promise<Response> => ({ status: 200, body: presentTimes(await jobs.fail(org(req), jobId(req), FailBody(req.body))) }),
     heartbeat: async (req: Request): Promise<Response> => ({
@@ -121,7 +124,9 @@ export function jobRoutes(app: App): Route[] {
         summary: `Complete up to ${ACK_MAX} claimed jobs at once (a batch acknowledgement)`,
         description:
           'Each item completes as POST /jobs/{id}/complete would, or fails alone (a stale lease, a job cancelled under this worker, an unknown id): ' +
-          'the answer lists both, by the item position. worker_id at the top is the default of the items.',
+          'the answer lists both, by the item position. worker_id at the top is the default of the items. ' +
+          'With claim, the same request then claims up to claim.limit jobs of claim.queue_name for worker_id (required then), without waiting, ' +
+          'as POST /jobs/claim would: they come back in jobs; if that claim fails, jobs is empty and claim_error says why, and the completions stand.',
         body: CompleteManyBody.schema,
         responses: ok('Per-item outcome: succeeded [{index, id, status, completed_at}], failed [{index, id, error}]', AckResult),
       },
