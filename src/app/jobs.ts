@@ -110,11 +110,14 @@ export const CompleteManyBody = validator(
       { minItems: 1, maxItems: ACK_MAX },
     ),
     claim: Type.Optional(
-      Type.Object({
-        queue_name: QueueName,
-        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-        lease_duration_secs: Type.Optional(LeaseSecs),
-      }, { additionalProperties: false, description: 'claims without waiting: a wait_ms here is refused' }),
+      Type.Object(
+        {
+          queue_name: QueueName,
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+          lease_duration_secs: Type.Optional(LeaseSecs),
+        },
+        { additionalProperties: false, description: 'claims without waiting: a wait_ms here is refused' },
+      ),
     ),
   }),
 );
@@ -464,22 +467,22 @@ export class Jobs {
       }),
     );
     const answers = [...byQueue].map(async ([queue, list]) => {
-        let replies: CompleteOutcome[];
-        try {
-          replies = await this.c.actors.ask(org, queue, 'completeMany', { items: list.map((i) => i.input) });
-        } catch (err) {
-          // The actor could not take the batch (its store or its node): every item of that queue says why.
-          const error = err instanceof AppError ? err : new AppError('UNAVAILABLE', 'The acknowledgement could not be made; retry');
-          for (const { index, input } of list) outcomes[index] = { id: input.id, error };
-          return;
-        }
-        await Promise.all(
-          replies.map(async (reply, k) => {
-            const { index, input } = list[k]!;
-            outcomes[index] = reply.ok ? { id: reply.id, completed_at: reply.completed_at } : { id: reply.id, error: await this.whyNot(org, input, reply.error) };
-          }),
-        );
-      });
+      let replies: CompleteOutcome[];
+      try {
+        replies = await this.c.actors.ask(org, queue, 'completeMany', { items: list.map((i) => i.input) });
+      } catch (err) {
+        // The actor could not take the batch (its store or its node): every item of that queue says why.
+        const error = err instanceof AppError ? err : new AppError('UNAVAILABLE', 'The acknowledgement could not be made; retry');
+        for (const { index, input } of list) outcomes[index] = { id: input.id, error };
+        return;
+      }
+      await Promise.all(
+        replies.map(async (reply, k) => {
+          const { index, input } = list[k]!;
+          outcomes[index] = reply.ok ? { id: reply.id, completed_at: reply.completed_at } : { id: reply.id, error: await this.whyNot(org, input, reply.error) };
+        }),
+      );
+    });
     // Every actor has been asked (each ask is sent before its function's first await).
     asked?.();
     await Promise.all(answers);
