@@ -93,6 +93,46 @@ describe('worker over REST: batch acknowledgements and claims of several jobs', 
     }
   });
 
+  test('acknowledgements carry the next claim: the claim route is left to the long polls of an emptied worker', async () => {
+    await enqueue(client, 'b-ride', Array.from({ length: 300 }, () => ({})));
+    let claimRequests = 0;
+    let ridden = 0;
+    let batches = 0;
+    const c = clientThrough(n, async (url, init, send) => {
+      if (url.pathname === '/api/v1/jobs/claim') claimRequests++;
+      if (url.pathname === '/api/v1/jobs/complete') {
+        batches++;
+        if (JSON.parse(String(init!.body)).claim) ridden++;
+      }
+      return send();
+    });
+    let running = 0;
+    let max = 0;
+    let done = 0;
+    const errors: unknown[] = [];
+    const worker = new Worker(
+      c,
+      'b-ride',
+      async () => {
+        running++;
+        max = Math.max(max, running);
+        await sleep(1);
+        running--;
+      },
+      { concurrency: 10, pollWaitMs: 1000 },
+    );
+    worker.on('completed', () => done++);
+    worker.on('error', (err) => errors.push(err));
+    worker.on('leaseLost', (job) => errors.push(new Error(`lost ${job.id}`)));
+    await until(() => done === 300, 60_000, '300 completions');
+    await worker.close();
+    assert.deepEqual(errors, []);
+    assert.ok(max <= 10, `${max} handlers at once`);
+    assert.ok(ridden >= batches / 2, `${ridden} of ${batches} batches carried a claim`);
+    assert.ok(claimRequests < ridden, `${claimRequests} claim requests beside ${ridden} claims on acknowledgements`);
+    assert.equal((await client.jobs.stats({ queue_name: 'b-ride' })).counts.completed, 300);
+  });
+
   test('a result the service refuses fails alone: its batch is split into single completes', async () => {
     // Deeper than BODY_MAX_DEPTH: the batch is refused whole (422), then each job is completed alone.
     let deep: unknown = 'bottom';
@@ -177,7 +217,9 @@ describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUIT
 
   test('a batch whose answer was lost is sent again: its completed items are not lost leases, a truly stale one is', async () => {
     let dropped = 0;
-    const c = clientThrough(n, async (url, _init, send) => {
+    const claims: boolean[] = [];
+    const c = clientThrough(n, async (url, init, send) => {
+      if (url.pathname === '/api/v1/jobs/complete') claims.push(JSON.parse(String(init!.body)).claim !== undefined);
       const res = await send();
       if (url.pathname === '/api/v1/jobs/complete' && dropped === 0) {
         // The service did the work; its answer never arrives.
@@ -192,6 +234,8 @@ describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUIT
     await until(() => completed.filter(([, a]) => a === 1).length === 4 && lost.length === 1, 10_000, 'four completions and one lost lease');
     await worker.close();
     assert.equal(dropped, 1);
+    // The lost batch carried the worker's next claim; it went again without it (a claim is never resent).
+    assert.deepEqual(claims.slice(0, 2), [true, false]);
     assert.deepEqual(lost, [ids[2]], 'only the job whose lease really ran out');
     assert.deepEqual(completed.filter(([, a]) => a === 1).map(([id]) => id).sort(), ids.filter((_, i) => i !== 2).sort());
     assert.deepEqual(errors, []);

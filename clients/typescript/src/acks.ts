@@ -5,7 +5,10 @@
 // Batching. The first completion of a turn schedules a flush with setImmediate, so every handler that finishes
 // in that turn (a claim's worth of short jobs finishes together) rides in the same request; a batch is also cut
 // at ACK_MAX_ITEMS items or about ACK_MAX_BYTES of results (far below the service's body limits). Batches are
-// independent: there is no cap on those in flight, so a slow one holds up only its own items.
+// independent: there is no cap on those in flight, so a slow one holds up only its own items. A batch may carry
+// the worker's next claim (AckRider): its claimed jobs are handed over before its items settle, and a batch with
+// a claim that gets no answer is sent again without it (a claim is never resent: a lost answer's jobs wait for
+// their lease), its items counted as possibly done (the rule below).
 //
 // Failures.
 // - An item refused for a transient reason (503 UNAVAILABLE, the queue moving, 429) is sent again in a later
@@ -29,7 +32,7 @@ import type { SluiceClient } from './client.js';
 import { errorFromResponse, LeaseExpiredError, SluiceError } from './errors.js';
 import type { RetryEvent } from './http.js';
 import { backoff } from './http.js';
-import type { AckResult, Job } from './types.js';
+import type { AckClaim, AckResult, Job } from './types.js';
 
 /** Items per batch: the service takes up to 500. */
 export const ACK_MAX_ITEMS = 500;
@@ -48,6 +51,17 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
+/**
+ * A claim that rides on a batch acknowledgement (the REST worker's next jobs, asked in the same request: one round
+ * trip per batch instead of two). The worker reserves the slots it claims until the batch is answered.
+ */
+export interface AckRider {
+  /** The claim to send with a batch of `items` completions, or null for none. */
+  take(items: number): AckClaim | null;
+  /** The batch that carried the claim was answered with these jobs, or not answered (null); before its items settle. */
+  landed(jobs: Job<never>[] | null): void;
+}
+
 export class AckBatcher {
   private queue: Pending[] = [];
   private bytes = 0;
@@ -58,6 +72,7 @@ export class AckBatcher {
   constructor(
     private readonly client: SluiceClient,
     private readonly workerId: () => string,
+    private readonly rider: AckRider | null = null,
   ) {}
 
   complete(job: Job<never>, result: unknown): Promise<void> {
@@ -98,7 +113,7 @@ export class AckBatcher {
     this.bytes = 0;
   }
 
-  private async send(batch: Pending[]): Promise<void> {
+  private async send(batch: Pending[], ride = true): Promise<void> {
     if (!this.batchRoute) {
       await Promise.all(batch.map((p) => this.single(p)));
       return;
@@ -107,14 +122,24 @@ export class AckBatcher {
     const onRetry = (e: RetryEvent) => {
       if (e.error.code !== 'RATE_LIMITED') resent = true;
     };
+    const claim = ride ? (this.rider?.take(batch.length) ?? null) : null;
     let res: AckResult;
     try {
       res = await this.client.jobs.completeMany(
         batch.map((p) => ({ id: p.job.id, ...(p.job.lease_id ? { lease_id: p.job.lease_id } : {}), result: p.result })),
-        { worker_id: this.workerId() },
+        { worker_id: this.workerId(), ...(claim ? { claim } : {}) },
         { onRetry },
       );
     } catch (err) {
+      if (claim) {
+        this.rider!.landed(null);
+        // A request with a claim is not retried (a claim never is): the batch goes again without it, and the first
+        // attempt may have completed its items.
+        if (!(err instanceof SluiceError && !err.retryable && [404, 405, 413, 422].includes(err.status))) {
+          for (const p of batch) p.maybeDone = true;
+          return this.send(batch, false);
+        }
+      }
       if (resent) for (const p of batch) p.maybeDone = true;
       if (err instanceof SluiceError && !err.retryable && [404, 405, 413, 422].includes(err.status)) {
         // The route itself is unknown (an older service): its items' own 404s come inside a 200.
@@ -126,6 +151,8 @@ export class AckBatcher {
       return;
     }
     if (resent) for (const p of batch) p.maybeDone = true;
+    // The claimed jobs are taken before the acknowledged ones give their slots back.
+    if (claim) this.rider!.landed((res.jobs ?? []) as Job<never>[]);
     const refused: Array<{ p: Pending; err: SluiceError }> = [];
     for (const s of res.succeeded) batch[s.index]?.resolve();
     for (const f of res.failed) {
