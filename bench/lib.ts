@@ -316,6 +316,8 @@ export async function prefill(
   maxMs = 120_000,
   /** Jobs spread round-robin over this many concurrency keys; 0: no key. */
   keys = 0,
+  /** In batches of 100, as the peer benchmark fills its queue (no concurrency keys then). */
+  bulk = process.env.BENCH_PREFILL === 'bulk',
 ): Promise<number> {
   let next = 0;
   let done = 0;
@@ -323,8 +325,7 @@ export async function prefill(
   const loop = async () => {
     while (next < count && now() < deadline) {
       next++;
-      if (process.env.BENCH_PREFILL === 'bulk' && keys === 0) {
-        // As the peer benchmark fills its queue: batches of 100.
+      if (bulk && keys === 0) {
         const n = Math.min(100, count - next + 1);
         const r = await client.post('/api/v1/jobs/bulk', { jobs: Array.from({ length: n }, (_, k) => ({ queue_name: queue, payload: { n: next + k } })) });
         expectStatus(r, 200, 'prefill bulk');
