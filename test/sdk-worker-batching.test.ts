@@ -133,6 +133,54 @@ describe('worker over REST: batch acknowledgements and claims of several jobs', 
     assert.equal((await client.jobs.stats({ queue_name: 'b-ride' })).counts.completed, 300);
   });
 
+  test('two acknowledgements in flight each carry a claim (two lanes), together never for more slots than they free', async () => {
+    // Concurrency 10 in two lanes of 5. The first five handlers return at once, the other five on a gate; the first
+    // batch's request is held until the second batch arrives, so both are in flight together.
+    await enqueue(client, 'b-lanes', Array.from({ length: 30 }, () => ({})));
+    const claims: number[] = [];
+    let batches = 0;
+    let second!: () => void;
+    const secondSent = new Promise<void>((resolve) => (second = resolve));
+    const c = clientThrough(n, async (url, init, send) => {
+      if (url.pathname === '/api/v1/jobs/complete') {
+        const body = JSON.parse(String(init!.body)) as { claim?: { limit: number } };
+        const k = ++batches;
+        if (k <= 2) claims.push(body.claim?.limit ?? 0);
+        if (k === 1) await secondSent;
+        if (k === 2) second();
+      }
+      return send();
+    });
+    let running = 0;
+    let max = 0;
+    let started = 0;
+    let done = 0;
+    let gate!: () => void;
+    const open = new Promise<void>((resolve) => (gate = resolve));
+    const errors: unknown[] = [];
+    const worker = new Worker(
+      c,
+      'b-lanes',
+      async () => {
+        running++;
+        max = Math.max(max, running);
+        if (++started > 5 && started <= 10) await open;
+        running--;
+      },
+      { concurrency: 10, pollWaitMs: 1000 },
+    );
+    worker.on('completed', () => done++);
+    worker.on('error', (err) => errors.push(err));
+    await until(() => batches === 1, 10_000, 'the first batch');
+    gate();
+    await until(() => done === 30, 30_000, '30 completions');
+    await worker.close();
+    assert.deepEqual(errors, []);
+    assert.deepEqual(claims, [5, 5], 'each of the two batches in flight claims its own five slots');
+    assert.ok(max <= 10, `${max} handlers at once`);
+    assert.equal((await client.jobs.stats({ queue_name: 'b-lanes' })).counts.completed, 30);
+  });
+
   test('a result the service refuses fails alone: its batch is split into single completes', async () => {
     // Deeper than BODY_MAX_DEPTH: the batch is refused whole (422), then each job is completed alone.
     let deep: unknown = 'bottom';

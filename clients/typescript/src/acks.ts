@@ -59,7 +59,7 @@ export interface AckRider {
   /** The claim to send with a batch of `items` completions, or null for none. */
   take(items: number): AckClaim | null;
   /** The batch that carried the claim was answered with these jobs, or not answered (null); before its items settle. */
-  landed(jobs: Job<never>[] | null): void;
+  landed(claim: AckClaim, items: number, jobs: Job<never>[] | null): void;
 }
 
 export class AckBatcher {
@@ -132,7 +132,7 @@ export class AckBatcher {
       );
     } catch (err) {
       if (claim) {
-        this.rider!.landed(null);
+        this.rider!.landed(claim, batch.length, null);
         // A request with a claim is not retried (a claim never is): the batch goes again without it, and the first
         // attempt may have completed its items.
         if (!(err instanceof SluiceError && !err.retryable && [404, 405, 413, 422].includes(err.status))) {
@@ -152,7 +152,7 @@ export class AckBatcher {
     }
     if (resent) for (const p of batch) p.maybeDone = true;
     // The claimed jobs are taken before the acknowledged ones give their slots back.
-    if (claim) this.rider!.landed((res.jobs ?? []) as Job<never>[]);
+    if (claim) this.rider!.landed(claim, batch.length, (res.jobs ?? []) as Job<never>[]);
     const refused: Array<{ p: Pending; err: SluiceError }> = [];
     for (const s of res.succeeded) batch[s.index]?.resolve();
     for (const f of res.failed) {

@@ -11,3 +11,9 @@ export const CLAIM_LINGER_MS = 20;
 export function claimThreshold(concurrency: number): number {
   return Math.max(1, Math.ceil(concurrency / 4));
 }
+
+/**
+ * Claim cycles a REST worker keeps going at once: its slots split into lanes, each refilled by the claim riding on
+ * its own batch acknowledgement, so one lane's round trip overlaps the other's handlers and commit.
+ */
+export const CLAIM_LANES = Number(process.env.SLUICE_CLAIM_LANES ?? 2);

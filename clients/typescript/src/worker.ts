@@ -16,8 +16,9 @@
 // (`wait_ms`), so an idle worker makes one request per `pollWaitMs` and a busy one none at all. A claim is sent
 // once it is worth one (claiming.ts): a quarter of the concurrency free, the worker idle, or CLAIM_LINGER_MS
 // after a slot freed. Over REST, completions are batched into POST /api/v1/jobs/complete (acks.ts), and a batch
-// sent while no claim is out also claims the jobs for the slots it will free (its `claim` field: one round trip
-// per batch instead of two; those slots are reserved until it is answered). With `prefetch`, claimed jobs beyond
+// also claims the jobs for the slots it will free (its `claim` field: one round trip per batch instead of two;
+// those slots are reserved until it is answered), up to half the slots, with at most two such batches in flight
+// (CLAIM_LANES): one lane's round trip overlaps the other's handlers and commit. With `prefetch`, claimed jobs beyond
 // the free slots are held (their leases renewed) until a slot frees.
 import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
@@ -25,7 +26,7 @@ import type { SluiceClient } from './client.js';
 import { TypedEmitter } from './emitter.js';
 import { JobCancelledError, LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
 import { AckBatcher } from './acks.js';
-import { CLAIM_LINGER_MS, claimThreshold } from './claiming.js';
+import { CLAIM_LANES, CLAIM_LINGER_MS, claimThreshold } from './claiming.js';
 import { backoff, sleep } from './http.js';
 import type { AckClaim, Job, JsonObject } from './types.js';
 
@@ -156,6 +157,7 @@ export interface TransportHost {
   readonly queue: string;
   readonly workerId: string;
   readonly concurrency: number;
+  readonly prefetch: number;
   /** Handlers running now. */
   readonly active: number;
   readonly leaseSeconds: number | undefined;
@@ -682,20 +684,26 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
  */
 class HttpTransport implements Transport {
   private loop: Promise<void> | null = null;
-  private claim: { ctl: AbortController; answered: boolean } | null = null;
+  private claim: { ctl: AbortController; answered: boolean; limit: number } | null = null;
   private wakeUp: (() => void) | null = null;
   private wakeScheduled = false;
   private readonly idle = new AbortController();
   private readonly acks: AckBatcher;
   private readonly threshold: number;
-  /** Slots reserved by the claim riding on a batch acknowledgement in flight (acks.ts AckRider). */
+  /** Slots reserved by the claims riding on batch acknowledgements in flight (acks.ts AckRider). */
   private riding = 0;
+  /** Acknowledgements in the batches those claims ride on: their slots free when they land. */
+  private ridingItems = 0;
+  private riders = 0;
+  /** The most jobs one rider claims: the slots split into CLAIM_LANES cycles that run out of phase. */
+  private readonly laneSize: number;
   /** Since when slots have been free without a claim for them (null: none are). */
   private freeSince: number | null = null;
 
   constructor(private readonly host: TransportHost) {
-    this.acks = new AckBatcher(host.client, () => host.workerId, { take: (items) => this.ride(items), landed: (jobs) => this.landed(jobs) });
+    this.acks = new AckBatcher(host.client, () => host.workerId, { take: (items) => this.ride(items), landed: (claim, items, jobs) => this.landed(claim, items, jobs) });
     this.threshold = claimThreshold(host.concurrency);
+    this.laneSize = Math.max(1, Math.ceil((host.concurrency + host.prefetch) / CLAIM_LANES));
   }
 
   start(): void {
@@ -777,20 +785,26 @@ class HttpTransport implements Transport {
   }
 
   /**
-   * The claim for a batch of `items` acknowledgements to carry: the slots free once they are answered, unless a
-   * claim of the loop's own (or another rider) is out; those slots stay reserved until the batch lands.
+   * The claim for a batch of `items` acknowledgements to carry, up to a lane's share: the slots free now or freed
+   * once the riding batches (this one included) are answered, less those already claimed by riders or by the
+   * loop's claim in flight. They stay reserved until the batch lands. With two lanes, one batch's round trip
+   * overlaps the other's handlers and commit.
    */
   private ride(items: number): AckClaim | null {
     const h = this.host;
-    if (h.stopping || this.claim !== null || this.riding > 0) return null;
-    const limit = Math.min(100, h.free() + items);
+    if (h.stopping || this.riders >= CLAIM_LANES) return null;
+    const limit = Math.min(100, this.laneSize, h.free() + this.ridingItems + items - this.riding - (this.claim?.limit ?? 0));
     if (limit <= 0) return null;
-    this.riding = limit;
+    this.riding += limit;
+    this.ridingItems += items;
+    this.riders++;
     return { queue_name: h.queue, limit, ...(h.leaseSeconds !== undefined ? { lease_duration_secs: h.leaseSeconds } : {}) };
   }
 
-  private landed(jobs: Job<never>[] | null): void {
-    this.riding = 0;
+  private landed(claim: AckClaim, items: number, jobs: Job<never>[] | null): void {
+    this.riding -= claim.limit!;
+    this.ridingItems -= items;
+    this.riders--;
     if (jobs) for (const job of jobs) this.host.dispatch(job);
     this.wake();
   }
@@ -798,7 +812,7 @@ class HttpTransport implements Transport {
   private async claimOnce(limit: number): Promise<Job<never>[]> {
     const h = this.host;
     const ctl = new AbortController();
-    this.claim = { ctl, answered: false };
+    this.claim = { ctl, answered: false, limit };
     try {
       const res = await h.client.http.open({
         method: 'POST',
