@@ -17,8 +17,10 @@
 // once it is worth one (claiming.ts): a quarter of the concurrency free, the worker idle, or CLAIM_LINGER_MS
 // after a slot freed. Over REST, completions are batched into POST /api/v1/jobs/complete (acks.ts), and a batch
 // sent while no claim is out also claims the jobs for the slots it will free (its `claim` field: one round trip
-// per batch instead of two; those slots are reserved until it is answered). With `prefetch`, claimed jobs beyond
-// the free slots are held (their leases renewed) until a slot frees.
+// per batch instead of two; those slots are reserved until it is answered). Over gRPC, completes go on the stream
+// and the claim that follows them asks for their slots too, without waiting for their acks (grpc.ts): one round
+// trip per cycle there as well. With `prefetch`, claimed jobs beyond the free slots are held (their leases
+// renewed) until a slot frees.
 import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import type { SluiceClient } from './client.js';
