@@ -337,6 +337,49 @@ describe('gRPC QueueService', () => {
     assert.equal((await api.get(`/api/v1/jobs/${jobs[8].id}`)).body.status, 'processing', 'the refused items changed nothing');
   });
 
+  test('ProcessJobs: a claim sent with completes is asked after them, in one ask that gets the slots they free (max_concurrency 2)', async () => {
+    const { g, key } = await org();
+    const queue = 'duplex-ride';
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await g.q('Enqueue', { queueName: queue, payload: toStruct({ i }) })).job.id);
+    assert.equal((await n.api.as(key).put(`/api/v1/queues/${queue}/config`, { max_concurrency: 2 })).status, 200);
+    const stream = g.queue.ProcessJobs(g.metadata()) as ClientDuplexStream<Json, Json>;
+    const seen = collect(stream);
+    stream.write({ ref: 'c1', claim: { queueName: queue, workerId: 'rw', batchSize: 2 } });
+    await seen.until(() => seen.got.filter((m) => m.job).length === 2, 'two claimed jobs');
+    const held = seen.got.map((m) => m.job);
+    assert.deepEqual(new Set(held.map((j) => j.id)), new Set(ids.slice(0, 2)));
+    // What the queue's actor is asked from here on, and what each claim got. Asked first, the claim would get
+    // the slot of the first complete only (it waits, and the first complete feeds it), then ask again.
+    const asks: Array<{ op: string; got?: number }> = [];
+    const pool = n.node.pool;
+    const ask = pool.ask;
+    pool.ask = ((o: string, q: string, op: string, args: unknown) => {
+      const reply = (ask as (...a: unknown[]) => Promise<Json>).call(pool, o, q, op, args);
+      if (q === queue) {
+        const entry: { op: string; got?: number } = { op };
+        asks.push(entry);
+        if (op === 'claim') void reply.then((r) => (entry.got = r.jobs.length), () => {});
+      }
+      return reply;
+    }) as typeof pool.ask;
+    try {
+      // One turn: both completes, then the claim for the two slots they free.
+      for (const [i, j] of held.entries()) stream.write({ ref: `done-${i}`, complete: { jobId: j.id, workerId: 'rw', leaseId: j.leaseId } });
+      stream.write({ ref: 'c2', claim: { queueName: queue, workerId: 'rw', batchSize: 2 } });
+      await seen.until(() => seen.got.filter((m) => m.job).length === 4 && seen.got.filter((m) => m.ack).length === 2, 'two more jobs and two acks');
+    } finally {
+      pool.ask = ask;
+    }
+    for (const a of seen.got.filter((m) => m.ack)) assert.equal(a.ack.code, 0, a.ack.message);
+    assert.deepEqual(new Set(seen.got.filter((m) => m.job).slice(2).map((m) => m.job.id)), new Set(ids.slice(2)));
+    // The completes may come in one batch or two (grpc-js may hand them over in different turns).
+    assert.deepEqual(asks.at(-1), { op: 'claim', got: 2 }, JSON.stringify(asks));
+    assert.ok(asks.length <= 3 && asks.slice(0, -1).every((a) => a.op === 'completeMany'), JSON.stringify(asks));
+    stream.end();
+    await seen.until(() => seen.ended() !== null, 'the end');
+  });
+
   test('ProcessJobs: progress is acknowledged and stored; a cancelled job is told to the stream; its late complete is refused', async () => {
     const { g, key } = await org();
     const { job } = await g.q('Enqueue', { queueName: 'duplex-flow', payload: toStruct({}), concurrencyKey: 'tenant-1' });

@@ -1,8 +1,9 @@
 // The SDK worker's fast path over REST, against a real node: completions go out as batch acknowledgements
 // (POST /api/v1/jobs/complete) and claims carry several jobs, counted by the node itself (/metrics); concurrency
 // stays a hard cap; a stale item inside a batch is that job's leaseLost only; a batch whose answer was lost and
-// that was sent again is not taken for lost leases (the rule in clients/typescript/src/acks.ts); and the optional
-// prefetch holds claimed jobs beyond the concurrency without running more handlers at once.
+// that was sent again is not taken for lost leases (the rule in clients/typescript/src/acks.ts); over gRPC, the
+// claim goes out with the completes, for the slots they free, before their acks; and the optional prefetch holds
+// claimed jobs beyond the concurrency without running more handlers at once.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SluiceClient, Worker, type Job } from '../clients/typescript/src/index.js';
@@ -288,6 +289,85 @@ describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUIT
     assert.deepEqual(completed.filter(([, a]) => a === 1).map(([id]) => id).sort(), ids.filter((_, i) => i !== 2).sort());
     assert.deepEqual(errors, []);
   });
+});
+
+describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_SUITE_SKIP }, () => {
+  let n: TestNode;
+  let client: SluiceClient;
+  before(async () => {
+    n = await startTestNode();
+    client = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey! });
+  });
+  after(() => n.stop());
+
+  /**
+   * Counts the claims the queue's actor is asked, and those that ask ahead of the acks: whose limit, with the jobs
+   * the worker holds as the actor sees them (handed out by claims, not completed by an answered ask), exceeds
+   * concurrency + prefetch. A worker that claims only the slots freed by the acks it has received never does.
+   */
+  function watchClaims(queue: string, capacity: number): { claims: number; ahead: number; stop: () => void } {
+    const pool = n.node.pool;
+    const ask = pool.ask;
+    const seen = { claims: 0, ahead: 0, stop: () => void (pool.ask = ask) };
+    let held = 0;
+    pool.ask = ((o: string, q: string, op: string, args: { limit?: number }) => {
+      const reply = (ask as (...a: unknown[]) => Promise<any>).call(pool, o, q, op, args);
+      if (q !== queue) return reply;
+      if (op === 'claim') {
+        seen.claims++;
+        if (held + args.limit! > capacity) seen.ahead++;
+        void reply.then((r: { jobs: unknown[] }) => (held += r.jobs.length), () => {});
+      }
+      if (op === 'completeMany') void reply.then((r: Array<{ ok: boolean }>) => (held -= r.filter((x) => x.ok).length), () => {});
+      return reply;
+    }) as typeof pool.ask;
+    return seen;
+  }
+
+  for (const { concurrency, prefetch } of [
+    { concurrency: 1, prefetch: 0 },
+    { concurrency: 4, prefetch: 0 },
+    { concurrency: 2, prefetch: 4 },
+  ]) {
+    test(`concurrency ${concurrency}, prefetch ${prefetch}: claims go out with the completes, each job runs once, never more than ${concurrency} at once`, async () => {
+      const queue = `g-ride-${concurrency}-${prefetch}`;
+      const total = 200;
+      await enqueue(client, queue, Array.from({ length: total }, () => ({})));
+      const runs = new Map<string, number>();
+      let running = 0;
+      let max = 0;
+      let done = 0;
+      const errors: unknown[] = [];
+      const watch = watchClaims(queue, concurrency + prefetch);
+      const worker = new Worker(
+        client,
+        queue,
+        async (job) => {
+          runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+          running++;
+          max = Math.max(max, running);
+          await sleep(1);
+          running--;
+        },
+        { concurrency, prefetch, pollWaitMs: 1000, transport: 'grpc', grpc: { address: `127.0.0.1:${n.node.grpcPort}` } },
+      );
+      worker.on('completed', () => done++);
+      worker.on('error', (err) => errors.push(err));
+      worker.on('leaseLost', (job) => errors.push(new Error(`lost ${job.id}`)));
+      try {
+        await until(() => done === total, 60_000, `${total} completions`);
+      } finally {
+        watch.stop();
+        await worker.close();
+      }
+      assert.deepEqual(errors, []);
+      assert.ok(max <= concurrency, `${max} handlers at once`);
+      assert.equal(runs.size, total);
+      assert.ok([...runs.values()].every((r) => r === 1), 'each job ran once');
+      assert.equal((await client.jobs.stats({ queue_name: queue })).counts.completed, total);
+      assert.ok(watch.ahead >= watch.claims / 2, `${watch.ahead} of ${watch.claims} claims asked for the slots of completes not answered yet`);
+    });
+  }
 });
 
 describe('worker: prefetch', { skip: CLIENT_SUITE_SKIP }, () => {

@@ -6,8 +6,15 @@
 // the service sends claimed jobs as `{job}` and answers every complete / fail / renew (and a refused claim)
 // with `{ack: {ref, jobId, code, message, reply}}`. So the demand the worker has outstanding is the sum of its
 // claims minus the jobs received; it asks for more when the free slots beyond that are worth a claim (a quarter
-// of the concurrency, any number when idle, or whatever is free after a short linger), so that one claim message
-// carries several jobs instead of one per freed slot.
+// of the concurrency, any number when no handler runs, or whatever is free after a short linger), so that one
+// claim message carries several jobs instead of one per freed slot.
+//
+// Claiming ahead of the acks: the service asks a claim of the queue's actor after the completes that came before
+// it on the stream, so the claim finds the slots they free and usually shares their commit. The slots of the
+// completes written and not yet acknowledged therefore count as free: the claim written in the turn after they
+// go out asks for them too, one round trip per cycle instead of two (as the REST worker's acknowledgement that
+// claims). Its jobs may come before those acks, so the jobs held may exceed concurrency + prefetch by the
+// completes still in flight, until their acks; handlers never exceed the concurrency. Fails do not count.
 //
 // Stopping: a half-close would still let the service's poll in flight claim jobs for us, so the stream is
 // cancelled instead (jobs the service claims after a cancel are put back at once). Acks in flight are waited
@@ -42,6 +49,8 @@ interface Ack {
   reject: (err: unknown) => void;
   /** The same operation as a unary call, if the stream breaks before the ack. */
   unary: () => Promise<Pb>;
+  /** A complete: its job's slot is counted free (`freeing`) until this ack. */
+  frees: boolean;
 }
 
 async function loadGrpc(): Promise<{ grpc: typeof GrpcJs; QueueService: new (address: string, creds: GrpcJs.ChannelCredentials) => QueueClient }> {
@@ -65,6 +74,8 @@ export class GrpcTransport implements Transport {
   private stream: GrpcJs.ClientDuplexStream<Pb, Pb> | null = null;
   /** Jobs asked for and not received yet on the current stream. */
   private outstanding = 0;
+  /** Completes written on the current stream and not acknowledged yet: their slots are claimed ahead. */
+  private freeing = 0;
   private readonly acks = new Map<string, Ack>();
   private nextRef = 0;
   private claiming = true;
@@ -130,6 +141,8 @@ export class GrpcTransport implements Transport {
   private onAck(ack: Pb): void {
     const pending = this.acks.get(String(ack.ref));
     if (pending) this.acks.delete(String(ack.ref));
+    // Before its job leaves the worker (as the report settles), so that its slot is never counted twice.
+    if (pending?.frees) this.freeing--;
     const code = Number(ack.code ?? 0);
     if (code !== 0) {
       const err = grpcError(code, String(ack.message ?? ''));
@@ -149,7 +162,9 @@ export class GrpcTransport implements Transport {
   private broken(stream: GrpcJs.ClientDuplexStream<Pb, Pb>, err: GrpcJs.ServiceError | null): void {
     if (stream !== this.stream) return;
     this.stream = null;
+    // Its claims are gone, and its completes go by unary calls: their slots free as those answer.
     this.outstanding = 0;
+    this.freeing = 0;
     const waiting = [...this.acks.values()];
     this.acks.clear();
     for (const a of waiting) a.unary().then(a.resolve, a.reject);
@@ -165,8 +180,8 @@ export class GrpcTransport implements Transport {
   }
 
   /**
-   * A slot became free (or the stream opened). Looked at after the current turn, so that the acks of one turn
-   * (the service answers a turn's completes together) are counted as one demand.
+   * A slot became free, is about to (a complete went out), or the stream opened. Looked at after the current
+   * turn, so that the completes (and the acks) of one turn are counted as one demand.
    */
   wake(): void {
     if (this.wakeScheduled) return;
@@ -178,14 +193,15 @@ export class GrpcTransport implements Transport {
   }
 
   /**
-   * Asks for the free slots not asked for yet, once they are worth a claim: a quarter of the concurrency, or any
-   * number when nothing runs and nothing is asked for, or whatever is free after CLAIM_LINGER_MS.
+   * Asks for the free slots not asked for yet, those of the completes in flight included, once they are worth a
+   * claim: a quarter of the concurrency, or any number when no handler runs (nor any report but those completes)
+   * and nothing is asked for, or whatever is free after CLAIM_LINGER_MS.
    */
   private ask(lingered: boolean): void {
     if (!this.stream || !this.claiming || this.host.stopping) return;
-    const want = Math.min(100, this.host.free() - this.outstanding);
+    const want = Math.min(100, this.host.free() + this.freeing - this.outstanding);
     if (want <= 0) return;
-    if (!lingered && want < this.threshold && (this.host.active > 0 || this.outstanding > 0)) {
+    if (!lingered && want < this.threshold && (this.host.active > this.freeing || this.outstanding > 0)) {
       this.linger ??= setTimeout(() => {
         this.linger = null;
         this.ask(true);
@@ -225,8 +241,13 @@ export class GrpcTransport implements Transport {
     if (!stream || !this.claiming) return unary();
     const ref = `${kind[0]}${this.nextRef++}`;
     return new Promise<Pb>((resolve, reject) => {
-      this.acks.set(ref, { resolve, reject, unary });
+      const frees = kind === 'complete';
+      this.acks.set(ref, { resolve, reject, unary, frees });
       stream.write({ ref, [kind]: body });
+      if (frees) {
+        this.freeing++;
+        this.wake();
+      }
     });
   }
 

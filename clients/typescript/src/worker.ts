@@ -18,8 +18,10 @@
 // after a slot freed. Over REST, completions are batched into POST /api/v1/jobs/complete (acks.ts), and a batch
 // also claims the jobs for the slots it will free (its `claim` field: one round trip per batch instead of two;
 // those slots are reserved until it is answered), up to half the slots, with at most two such batches in flight
-// (CLAIM_LANES): one lane's round trip overlaps the other's handlers and commit. With `prefetch`, claimed jobs beyond
-// the free slots are held (their leases renewed) until a slot frees.
+// (CLAIM_LANES): one lane's round trip overlaps the other's handlers and commit. Over gRPC, completes go on the
+// stream and the claim that follows them asks for their slots too, without waiting for their acks (grpc.ts): one
+// round trip per cycle there as well. With `prefetch`, claimed jobs beyond the free slots are held (their leases
+// renewed) until a slot frees.
 import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import type { SluiceClient } from './client.js';

@@ -198,8 +198,11 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
    * Up: {ref, claim | complete | fail | renew}. Down: claimed jobs, and an Ack {ref, jobId, code, message,
    * reply} for each complete, fail and renew (and for a claim that was refused). The completes that arrive in
    * the same turn go to the queue actors together (one ask per queue), each answered by its own ack as if alone.
-   * When the client half-closes, claims stop after their poll in flight, what is in flight is answered, and the
-   * stream ends (OK).
+   * A claim that arrives behind completes not yet asked of their actors is asked right after them (as
+   * jobs.completeMany asks its claim): an actor takes its messages in order, so the claim finds the slots they
+   * free (max_concurrency, concurrency keys) and usually rides in their commit, which lets a client claim for
+   * those slots without waiting for the acks. When the client half-closes, claims stop after their poll in
+   * flight, what is in flight is answered, and the stream ends (OK).
    */
   const processJobs = (call: ServerDuplexStream<{ ref: string; kind?: string } & Json, Json>) => {
     const stream = new OpenStream(ctx, call);
@@ -230,6 +233,10 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
      * sends one ask per round trip instead of one per message.
      */
     let completes: Array<{ ref: string; jobId: string; input: CompleteInput; done: () => void }> = [];
+    /** Called once the completes queued (not yet taken by a flush) have been asked of their actors. */
+    let queuedAsked = () => {};
+    /** Resolves once every complete received so far has been asked of its actor; null once they have been. */
+    let completesAsked: Promise<void> | null = null;
     let flushing = false;
     let flushScheduled = false;
     const flushCompletes = async (o: string): Promise<void> => {
@@ -239,18 +246,25 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
       try {
         while (completes.length > 0) {
           const batch = completes;
+          const batchAsked = queuedAsked;
           completes = [];
-          await Promise.all(
-            Array.from({ length: Math.ceil(batch.length / ACK_MAX) }, (_, c) => completeBatch(o, batch.slice(c * ACK_MAX, (c + 1) * ACK_MAX))),
-          );
+          const asks: Promise<void>[] = [];
+          const answers = Array.from({ length: Math.ceil(batch.length / ACK_MAX) }, (_, c) => {
+            let asked!: () => void;
+            asks.push(new Promise<void>((resolve) => (asked = resolve)));
+            return completeBatch(o, batch.slice(c * ACK_MAX, (c + 1) * ACK_MAX), asked);
+          });
+          void Promise.all(asks).then(batchAsked);
+          await Promise.all(answers);
         }
       } finally {
         flushing = false;
       }
     };
-    const completeBatch = async (o: string, chunk: typeof completes): Promise<void> => {
+    /** `asked` is called once the chunk's asks have been sent (or it failed before sending them). */
+    const completeBatch = async (o: string, chunk: typeof completes, asked: () => void): Promise<void> => {
       try {
-        const outcomes = await jobs.completeEach(o, chunk.map((c) => c.input));
+        const outcomes = await jobs.completeEach(o, chunk.map((c) => c.input), asked);
         const { held } = await cancels;
         await Promise.all(
           chunk.map((c, k) => {
@@ -264,6 +278,7 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
       } catch (err) {
         await Promise.all(chunk.map((c) => ack(c.ref, c.jobId, null, err)));
       } finally {
+        asked();
         for (const c of chunk) c.done();
       }
     };
@@ -275,6 +290,13 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
         return ack(ref, r.jobId, null, err);
       }
       return new Promise<void>((done) => {
+        if (completes.length === 0) {
+          const asked = new Promise<void>((resolve) => (queuedAsked = resolve));
+          completesAsked = asked;
+          void asked.then(() => {
+            if (completesAsked === asked) completesAsked = null;
+          });
+        }
         completes.push({ ref, jobId: r.jobId, input, done });
         if (!flushing && !flushScheduled) {
           flushScheduled = true;
@@ -295,8 +317,11 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
         if (!Number.isInteger(r.batchSize) || r.batchSize < 1 || r.batchSize > 100) {
           return ack(ref, '', null, validationError([{ field: 'batchSize', message: 'must be from 1 to 100' }]));
         }
+        // The completes received before it are asked first (see above).
+        const behind = completesAsked;
         const more = () => stream.open && claiming;
         const { held } = await cancels;
+        if (behind) await behind;
         const send = (job: Json) => {
           held.add(job.id as string);
           return stream.write({ job });
