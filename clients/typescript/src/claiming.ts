@@ -14,6 +14,7 @@ export function claimThreshold(concurrency: number): number {
 
 /**
  * Claim cycles a REST worker keeps going at once: its slots split into lanes, each refilled by the claim riding on
- * its own batch acknowledgement, so one lane's round trip overlaps the other's handlers and commit.
+ * its own batch acknowledgement, so one lane's round trip overlaps the other's handlers and commit. Two measured
+ * best (docs/BENCHMARKS.md): three or four lanes split the same slots into smaller batches and gained nothing.
  */
-export const CLAIM_LANES = Number(process.env.SLUICE_CLAIM_LANES ?? 2);
+export const CLAIM_LANES = 2;
