@@ -368,11 +368,15 @@ describe('SDK: every route family', () => {
     await isOpen;
     await client.jobs.enqueue({ queue_name: 'other-queue', payload: {} });
     const job = await client.jobs.enqueue({ queue_name: 'sdk-events', payload: { hello: 'sse' } });
+    // Open before the claim: a job stream opened after the job finished is only its `job.status` (docs/streams.md).
+    let jobOpened!: () => void;
+    const jobIsOpen = new Promise<void>((r) => (jobOpened = r));
     const jobEvents = (async () => {
       const out: string[] = [];
-      for await (const e of client.events.job(job.id)) out.push(`${e.event}:${String(e.data.status)}`);
+      for await (const e of client.events.job(job.id, { onOpen: () => jobOpened() })) out.push(`${e.event}:${String(e.data.status)}`);
       return out;
     })();
+    await jobIsOpen;
     const [claimed] = await client.jobs.claim({ queue_name: 'sdk-events', worker_id: 'sdk-w' });
     await client.jobs.complete(claimed!.id, { worker_id: 'sdk-w', lease_id: claimed!.lease_id!, result: 1 });
     await reading;
