@@ -7,9 +7,12 @@
 //                     scheduled_at or status no longer describes the claim started_at records)
 //   avg_processing    seconds from started_at to completed_at, of the jobs completed in it
 // Every one of these moves updated_at to its instant, so `updated_at > since` bounds the scan to the jobs
-// touched in the window, one range of jobs_org_queue_updated per queue of the organization (a job whose queue
-// row was deleted meanwhile is not counted). Averages are null when nothing was claimed or completed.
+// touched in the window, per queue of the organization (a job whose queue row was deleted meanwhile is not
+// counted), in three disjoint parts (../jobHalves.ts): finished jobs (jobs_done_updated), live jobs that have failed
+// (jobs_live_failed), and running jobs that have not, claimed in the window (jobs_held) — a live job without errors
+// counts only if claimed. Averages are null when nothing was claimed or completed.
 import type { Store } from '../store.js';
+import { DONE, LIVE } from '../jobHalves.js';
 
 export interface Throughput {
   completed: number;
@@ -32,7 +35,17 @@ export async function jobThroughput(store: Store, organizationId: string, since:
        avg(extract(epoch FROM j.completed_at - j.started_at))
          FILTER (WHERE j.status = 'completed' AND j.completed_at > $2 AND j.completed_at <= $3 AND j.started_at IS NOT NULL)::float8 AS avg_processing
      FROM queues q
-     JOIN jobs j ON j.organization_id = q.organization_id AND j.queue_name = q.name AND j.updated_at > $2
+     CROSS JOIN LATERAL (
+       SELECT status, errors, created_at, scheduled_at, started_at, completed_at FROM jobs
+        WHERE organization_id = q.organization_id AND queue_name = q.name AND updated_at > $2 AND ${DONE}
+       UNION ALL
+       SELECT status, errors, created_at, scheduled_at, started_at, completed_at FROM jobs
+        WHERE organization_id = q.organization_id AND queue_name = q.name AND updated_at > $2 AND ${LIVE}
+          AND errors <> '[]'::jsonb
+       UNION ALL
+       SELECT status, errors, created_at, scheduled_at, started_at, completed_at FROM jobs
+        WHERE organization_id = q.organization_id AND queue_name = q.name AND status = 'processing' AND started_at > $2
+          AND errors = '[]'::jsonb) j
      WHERE q.organization_id = $1`,
     [organizationId, since, now],
   );

@@ -1,6 +1,6 @@
 // readyCount — how many ready jobs without a concurrency key a queue holds: the exact count a rebuilt queue actor
 // keeps of its paged-out jobs, asked after its window is read rather than before (a million rows: 0.5 s over
-// jobs_live with the heap visited, whatever the statistics say), so the first claim does not wait for it.
+// the live jobs' index with the heap visited, whatever the statistics say), so the first claim does not wait for it.
 import type { Store } from '../store.js';
 
 export async function readyCount(store: Store, organizationId: string, queue: string): Promise<number> {

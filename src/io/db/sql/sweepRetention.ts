@@ -1,7 +1,7 @@
 // sweepRetention — deletes at most `batch` completed or cancelled jobs of one organization finished before
 // `cutoff`, and says how many went. Bounded so that one statement never holds locks (or, on PGlite, the one
 // storage thread) for long; the sweeper loops with a yield between batches. The subquery walks
-// jobs_org_status_created (completed_at >= created_at, so `created_at < cutoff` only narrows the range).
+// jobs_done_status (completed_at >= created_at, so `created_at < cutoff` only narrows the range).
 // The outer WHERE repeats the conditions so that a row changed after the subquery read it (a cancelled job
 // revived by a retry) is re-checked under its lock and kept. Live and deadletter jobs are never touched.
 import type { Store } from '../store.js';
