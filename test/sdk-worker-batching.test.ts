@@ -2,9 +2,11 @@
 // (POST /api/v1/jobs/complete) and claims carry several jobs, counted by the node itself (/metrics); concurrency
 // stays a hard cap; a stale item inside a batch is that job's leaseLost only; a batch whose answer was lost and
 // that was sent again is not taken for lost leases (the rule in clients/typescript/src/acks.ts); over gRPC, the
-// claim goes out with the completes, for the slots they free, before their acks; and the optional prefetch holds
-// claimed jobs beyond the concurrency without running more handlers at once.
+// claim goes out with the completes, for the slots they free, before their acks, and a stream broken meanwhile is
+// reopened without claiming beyond the free slots; and the optional prefetch holds claimed jobs beyond the
+// concurrency without running more handlers at once.
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { SluiceClient, Worker, type Job } from '../clients/typescript/src/index.js';
 import { ManualClock } from '../src/clock.js';
@@ -43,6 +45,52 @@ async function served(n: TestNode, route: string): Promise<number> {
 function clientThrough(n: TestNode, around: (url: URL, init: RequestInit | undefined, send: () => Promise<Response>) => Promise<Response>): SluiceClient {
   const f: typeof fetch = (input, init) => around(new URL(String(input)), init, () => fetch(input, init));
   return new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, fetch: f, retry: { baseDelayMs: 20 } });
+}
+
+/**
+ * A TCP relay in front of the node's gRPC port, as the network between a worker and the service: `mute()` stops
+ * passing what the node sends (acks, jobs) while the worker's messages still go through, `reset()` resets every
+ * connection through it at once (a broken network path) and passes new ones both ways again.
+ */
+class GrpcRelay {
+  private readonly sockets = new Set<net.Socket>();
+  private readonly server: net.Server;
+  private muted = false;
+  port = 0;
+
+  constructor(target: number) {
+    this.server = net.createServer((worker) => {
+      const node = net.connect(target, '127.0.0.1');
+      for (const s of [worker, node]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => {});
+      }
+      worker.pipe(node);
+      node.on('data', (b: Buffer) => void (this.muted || worker.write(b)));
+      worker.on('close', () => node.destroy());
+      node.on('close', () => worker.destroy());
+    });
+  }
+
+  async open(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as net.AddressInfo).port;
+  }
+
+  mute(): void {
+    this.muted = true;
+  }
+
+  reset(): void {
+    this.muted = false;
+    for (const s of this.sockets) s.resetAndDestroy();
+  }
+
+  close(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
 }
 
 describe('worker over REST: batch acknowledgements and claims of several jobs', { skip: CLIENT_SUITE_SKIP }, () => {
@@ -368,6 +416,118 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
       assert.ok(watch.ahead >= watch.claims / 2, `${watch.ahead} of ${watch.claims} claims asked for the slots of completes not answered yet`);
     });
   }
+
+  test('a stream broken while a claim rides ahead of unacknowledged completes: reopened, no claim beyond the free slots, each job once', async () => {
+    const queue = 'g-broken';
+    const concurrency = 4;
+    const relay = new GrpcRelay(n.node.grpcPort);
+    await relay.open();
+    const grpcStreams = async () => {
+      const text = await (await fetch(`${n.node.url}/metrics`)).text();
+      return Number(/^sluice_streams_open\{transport="grpc"\} (\d+)$/m.exec(text)?.[1] ?? NaN);
+    };
+
+    // The queue's actor as the worker's claims reach it. A claim may ask for the slots of completes not answered
+    // yet (the service asks it after them), so a job counts as held from the claim that handed it out until its
+    // complete is asked; a claim asked must fit with the jobs held and the claims still waiting (asked, not
+    // answered). A broken stream's claim still waits at the actor, but its jobs are put back (docs/grpc.md):
+    // it is counted with the old stream, not the new one.
+    const pool = n.node.pool;
+    const ask = pool.ask;
+    let held = 0;
+    let completesDone = 0;
+    let claimsAfterBreak = 0;
+    const waiting = new Set<{ limit: number }>();
+    const beyond: string[] = [];
+    const reserved = () => [...waiting].reduce((sum, c) => sum + c.limit, 0);
+    let broken = false;
+    pool.ask = ((o: string, q: string, op: string, args: { limit?: number; items?: unknown[] }) => {
+      const reply = (ask as (...a: unknown[]) => Promise<any>).call(pool, o, q, op, args);
+      if (q !== queue) return reply;
+      if (op === 'claim') {
+        const c = { limit: args.limit! };
+        if (broken) claimsAfterBreak++;
+        if (held + reserved() + c.limit > concurrency) beyond.push(`a claim of ${c.limit} with ${held} held and ${reserved()} asked`);
+        waiting.add(c);
+        void reply.then(
+          (r: { jobs: unknown[] }) => waiting.delete(c) && (held += r.jobs.length),
+          () => waiting.delete(c),
+        );
+      }
+      if (op === 'completeMany') {
+        held -= args.items!.length;
+        void reply.then(
+          (r: Array<{ ok: boolean }>) => {
+            completesDone += r.filter((x) => x.ok).length;
+            held += r.filter((x) => !x.ok).length;
+          },
+          () => (held += args.items!.length),
+        );
+      }
+      if (op === 'complete') void reply.then(() => held--, () => {});
+      return reply;
+    }) as typeof pool.ask;
+
+    const first = await enqueue(client, queue, Array.from({ length: concurrency }, () => ({})));
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const runs = new Map<string, number>();
+    let running = 0;
+    const max = { before: 0, after: 0 };
+    const completed: string[] = [];
+    const lost: string[] = [];
+    const errors: Array<[unknown, string]> = [];
+    const worker = new Worker(
+      client,
+      queue,
+      async (job) => {
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+        running++;
+        const phase = broken ? 'after' : 'before';
+        max[phase] = Math.max(max[phase], running);
+        await (first.includes(job.id) ? gate : sleep(1));
+        running--;
+      },
+      { concurrency, pollWaitMs: 1000, transport: 'grpc', grpc: { address: `127.0.0.1:${relay.port}` } },
+    );
+    worker.on('completed', (job) => completed.push(job.id));
+    worker.on('leaseLost', (job) => lost.push(job.id));
+    worker.on('error', (err, context) => errors.push([err, context]));
+    const reported = () => completed.length + lost.length + errors.filter(([, context]) => context.startsWith('report of')).length;
+    const later = Array.from({ length: 40 }, () => ({}));
+    try {
+      await until(() => running === concurrency, 10_000, 'the first jobs running');
+      // From here the worker hears nothing: its completes go out and are done, their acks never arrive.
+      relay.mute();
+      open();
+      await until(() => completesDone === concurrency && reserved() === concurrency, 10_000, 'the completes done and the claim for their slots asked');
+      // The claim is out for the slots of completes the worker has no ack for: the break comes now.
+      broken = true;
+      waiting.clear();
+      relay.reset();
+      await until(() => reported() === concurrency, 10_000, 'the first reports settled');
+      // The new stream claims, and the node has let the old one go (its claim's jobs would be put back).
+      await until(async () => claimsAfterBreak > 0 && (await grpcStreams()) === 1, 10_000, 'the stream reopened, the old one gone');
+      await enqueue(client, queue, later);
+      await until(() => reported() === concurrency + later.length, 30_000, 'every job reported');
+    } finally {
+      pool.ask = ask;
+      // Failed before the break: the muted connection would hold close() up (the unary calls have no deadline).
+      if (!broken) relay.reset();
+      await worker.close();
+      await relay.close();
+    }
+    assert.deepEqual(beyond, [], 'claims within the free slots');
+    assert.deepEqual(lost, [], 'the completes re-sent as unary calls found their own success, not a lost lease');
+    assert.ok(errors.length > 0 && errors.every(([, context]) => context === 'gRPC stream'), `errors: ${errors.map(([e, c]) => `${c}: ${e}`).join('; ')}`);
+    assert.equal(max.before, concurrency);
+    assert.ok(max.after <= concurrency, `${max.after} handlers at once after the break`);
+    assert.equal(runs.size, concurrency + later.length);
+    assert.ok([...runs.values()].every((r) => r === 1), 'each job ran once');
+    assert.equal(new Set(completed).size, concurrency + later.length);
+    const stats = await client.jobs.stats({ queue_name: queue });
+    assert.deepEqual([stats.counts.completed, stats.counts.processing, stats.counts.pending], [concurrency + later.length, 0, 0]);
+  });
 });
 
 describe('worker: prefetch', { skip: CLIENT_SUITE_SKIP }, () => {

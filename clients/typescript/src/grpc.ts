@@ -19,7 +19,8 @@
 // Stopping: a half-close would still let the service's poll in flight claim jobs for us, so the stream is
 // cancelled instead (jobs the service claims after a cancel are put back at once). Acks in flight are waited
 // for first; outcomes reported after the cancel, and after a broken stream, go by the unary RPCs. A broken
-// stream is reopened with backoff.
+// stream is reopened with backoff. A complete sent again so may find its job completed by the stream's own
+// unacknowledged attempt and be answered LEASE_EXPIRED: it is then read back, by the rule of acks.ts.
 //
 // @grpc/grpc-js and @grpc/proto-loader are optional peer dependencies, loaded only when this transport is used.
 import { fileURLToPath } from 'node:url';
@@ -235,14 +236,14 @@ export class GrpcTransport implements Transport {
     }
   }
 
-  /** Over the stream while it is open and claiming, else as a unary call. */
-  private op(kind: 'complete' | 'fail' | 'renew' | 'progress', body: Pb, unary: () => Promise<Pb>): Promise<Pb> {
+  /** Over the stream while it is open and claiming, else as a unary call; `resend` if the stream owes its ack. */
+  private op(kind: 'complete' | 'fail' | 'renew' | 'progress', body: Pb, unary: () => Promise<Pb>, resend = unary): Promise<Pb> {
     const stream = this.stream;
     if (!stream || !this.claiming) return unary();
     const ref = `${kind[0]}${this.nextRef++}`;
     return new Promise<Pb>((resolve, reject) => {
       const frees = kind === 'complete';
-      this.acks.set(ref, { resolve, reject, unary, frees });
+      this.acks.set(ref, { resolve, reject, unary: resend, frees });
       stream.write({ ref, [kind]: body });
       if (frees) {
         this.freeing++;
@@ -259,7 +260,19 @@ export class GrpcTransport implements Transport {
 
   async complete(job: Job<never>, result: unknown): Promise<void> {
     const req = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', result: toValue(result) };
-    await this.op('complete', req, () => this.unary('Complete', req));
+    const once = () => this.unary('Complete', req);
+    await this.op('complete', req, once, () => once().catch((err) => this.echo(job, err)));
+  }
+
+  /**
+   * A complete sent again whose answer is LEASE_EXPIRED: the echo of the first attempt's success when the job is
+   * completed with the retry_count it was claimed with (a lost lease would have raised it), as acks.ts rules.
+   */
+  private async echo(job: Job<never>, err: unknown): Promise<Pb> {
+    if (!(err instanceof LeaseExpiredError) || err.code !== 'LEASE_EXPIRED') throw err;
+    const [line] = await this.host.client.jobs.status([job.id]);
+    if (line?.status === 'completed' && line.retry_count === (job.retry_count ?? 0)) return {};
+    throw err;
   }
 
   async fail(job: Job<never>, error: string, retryable: boolean): Promise<string | null> {
