@@ -22,6 +22,12 @@
 // stream is reopened with backoff. A complete sent again so may find its job completed by the stream's own
 // unacknowledged attempt and be answered LEASE_EXPIRED: it is then read back, by the rule of acks.ts.
 //
+// Unary calls have a deadline, the client's `timeoutMs` (REST's per-attempt timeout): a connection that is up but
+// silent (a middlebox that drops what the service sends) would otherwise hold a report, and close(), forever. A call
+// past its deadline fails as a REST request past its timeout does (ConnectionError, code TIMEOUT), and is retried
+// as REST retries a report (http.ts: transient failures, `retry.retries` times, the same backoff), except a job
+// given back at close, which is tried once so that close() is bounded (docs: clients/typescript/README.md).
+//
 // @grpc/grpc-js and @grpc/proto-loader are optional peer dependencies, loaded only when this transport is used.
 import { fileURLToPath } from 'node:url';
 import type * as GrpcJs from '@grpc/grpc-js';
@@ -40,9 +46,9 @@ type Pb = Record<string, unknown>;
 type Callback = (err: GrpcJs.ServiceError | null, res: Pb) => void;
 interface QueueClient extends GrpcJs.Client {
   ProcessJobs(md: GrpcJs.Metadata): GrpcJs.ClientDuplexStream<Pb, Pb>;
-  Complete(req: Pb, md: GrpcJs.Metadata, cb: Callback): void;
-  Fail(req: Pb, md: GrpcJs.Metadata, cb: Callback): void;
-  RenewLease(req: Pb, md: GrpcJs.Metadata, cb: Callback): void;
+  Complete(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): void;
+  Fail(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): void;
+  RenewLease(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): void;
 }
 
 interface Ack {
@@ -83,6 +89,8 @@ export class GrpcTransport implements Transport {
   private failures = 0;
   private reopening: Promise<void> | null = null;
   private readonly stopCtl = new AbortController();
+  /** Aborts the waits between a unary call's attempts once the transport is closed (its channel is gone). */
+  private readonly closeCtl = new AbortController();
   private wakeScheduled = false;
   private linger: NodeJS.Timeout | null = null;
   private readonly threshold: number;
@@ -252,16 +260,48 @@ export class GrpcTransport implements Transport {
     });
   }
 
-  private unary(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb): Promise<Pb> {
+  /** One attempt, bounded by the client's timeoutMs (its REST per-attempt timeout). */
+  private call(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb): Promise<Pb> {
+    const ms = this.host.client.http.timeoutMs;
     return new Promise((resolve, reject) =>
-      this.client[method](req, this.metadata(), (err, res) => (err ? reject(grpcError(err.code, err.details ?? err.message)) : resolve(res))),
+      this.client[method](req, this.metadata(), { deadline: Date.now() + ms }, (err, res) => {
+        if (!err) resolve(res);
+        else if (err.code === this.grpc.status.DEADLINE_EXCEEDED) {
+          reject(new ConnectionError(`gRPC ${method}: timed out after ${ms} ms`, { cause: err, timedOut: true }));
+        } else reject(grpcError(err.code, err.details ?? err.message));
+      }),
     );
+  }
+
+  /**
+   * A unary call retried as REST retries a report (HttpCore's rule and the client's `retry` options). `resent`
+   * hears of each attempt after the first but those after a RATE_LIMITED (refused unseen): an earlier one may
+   * have done the work. `once`: a single attempt.
+   */
+  private async unary(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb, opts: { once?: boolean; resent?: () => void } = {}): Promise<Pb> {
+    const http = this.host.client.http;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.call(method, req);
+      } catch (err) {
+        if (opts.once || !(err instanceof SluiceError) || attempt >= http.retries) throw err;
+        const delay = http.retryDelay(err, attempt);
+        if (delay === null) throw err;
+        if (err.code !== 'RATE_LIMITED') opts.resent?.();
+        await sleep(delay, this.closeCtl.signal).catch(() => Promise.reject(err));
+      }
+    }
   }
 
   async complete(job: Job<never>, result: unknown): Promise<void> {
     const req = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', result: toValue(result) };
-    const once = () => this.unary('Complete', req);
-    await this.op('complete', req, once, () => once().catch((err) => this.echo(job, err)));
+    // Sent more than once (the stream's attempt, or a retry), a LEASE_EXPIRED may be the echo of our own success.
+    let resent = false;
+    const once = () => this.unary('Complete', req, { resent: () => (resent = true) }).catch((err) => (resent ? this.echo(job, err) : Promise.reject(err)));
+    await this.op('complete', req, once, () => {
+      resent = true;
+      return once();
+    });
   }
 
   /**
@@ -275,9 +315,9 @@ export class GrpcTransport implements Transport {
     throw err;
   }
 
-  async fail(job: Job<never>, error: string, retryable: boolean): Promise<string | null> {
+  async fail(job: Job<never>, error: string, retryable: boolean, giveBack = false): Promise<string | null> {
     const req: Pb = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', error, ...(retryable ? {} : { retryable: false }) };
-    const ack = await this.op('fail', req, () => this.unary('Fail', req).then((fail) => ({ fail })));
+    const ack = await this.op('fail', req, () => this.unary('Fail', req, { once: giveBack }).then((fail) => ({ fail })));
     const reply = ack.fail as Pb | undefined;
     return typeof reply?.status === 'string' && reply.status !== '' ? reply.status : null;
   }
@@ -298,6 +338,7 @@ export class GrpcTransport implements Transport {
   async close(): Promise<void> {
     await this.stopClaiming();
     await this.reopening;
+    this.closeCtl.abort();
     this.client.close();
   }
 }
@@ -319,10 +360,12 @@ export function grpcError(code: number, message: string): SluiceError {
         /* not extras after all: keep the whole message */
       }
     }
-    return new Cls({ status: 0, code: catalog, message: text, body: { ...body, error: catalog.toLowerCase(), code: catalog, message: text, status: 0 } });
+    // RATE_LIMITED carries its wait as an extra, as the REST body does.
+    const retryAfter = typeof body.retry_after === 'number' ? body.retry_after : null;
+    return new Cls({ status: 0, code: catalog, message: text, retryAfter, body: { ...body, error: catalog.toLowerCase(), code: catalog, message: text, status: 0 } });
   }
-  // 14 UNAVAILABLE, 4 DEADLINE_EXCEEDED: no answer from the service.
-  if (code === 14 || code === 4) return new ConnectionError(`gRPC: ${message}`);
+  // 14 UNAVAILABLE, 4 DEADLINE_EXCEEDED: no answer from the service (code TIMEOUT for the latter, as REST's).
+  if (code === 14 || code === 4) return new ConnectionError(`gRPC: ${message}`, { timedOut: code === 4 });
   if (code === 9 && message.includes('LEASE_EXPIRED')) return new LeaseExpiredError({ status: 0, code: 'LEASE_EXPIRED', message });
   return new UnknownApiError({ status: 0, code: `GRPC_${code}`, message: `gRPC status ${code}: ${message}` });
 }

@@ -134,8 +134,11 @@ export class HttpCore {
     return res;
   }
 
-  /** Milliseconds to wait before retrying after `err`, or null when it must not be retried. */
-  private retryDelay(err: SluiceError, attempt: number): number | null {
+  /**
+   * Milliseconds to wait before retrying after `err` (attempt 0: the first retry), or null when it must not be
+   * retried. Also the rule of the gRPC worker's unary calls (grpc.ts).
+   */
+  retryDelay(err: SluiceError, attempt: number): number | null {
     const transient =
       err instanceof ConnectionError ||
       err.code === 'RATE_LIMITED' ||

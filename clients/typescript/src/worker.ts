@@ -146,8 +146,11 @@ export interface Transport {
   /** Stop claiming now; resolves once no claim in flight can deliver more jobs. */
   stopClaiming(): Promise<void>;
   complete(job: Job<never>, result: unknown): Promise<void>;
-  /** The status the job went to (`scheduled` or `deadletter`), when known. */
-  fail(job: Job<never>, error: string, retryable: boolean): Promise<string | null>;
+  /**
+   * The status the job went to (`scheduled` or `deadletter`), when known. `giveBack`: a job handed back at close,
+   * which close() waits for (gRPC tries it once, within one call deadline; REST keeps the client's retries).
+   */
+  fail(job: Job<never>, error: string, retryable: boolean, giveBack?: boolean): Promise<string | null>;
   /** Renews the lease; LeaseExpiredError / NotFoundError when it is gone. */
   renew(job: Job<never>, leaseSeconds: number | undefined): Promise<void>;
   progress(job: Job<never>, progress: number, message: string | null, data: unknown): Promise<void>;
@@ -642,7 +645,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
         if (!r.started) this.unhold(r);
         if (r.lost) return;
         try {
-          const status = await this.transport!.fail(r.job, new WorkerShutdownError(r.job.id).message, true);
+          const status = await this.transport!.fail(r.job, new WorkerShutdownError(r.job.id).message, true, true);
           this.emit('failed', r.job as Job<P>, new WorkerShutdownError(r.job.id), status);
         } catch (err) {
           if (!(err instanceof LeaseExpiredError || err instanceof NotFoundError)) this.emit('error', err, `give back job ${r.job.id}`);
