@@ -3,12 +3,15 @@
 // stays a hard cap; a stale item inside a batch is that job's leaseLost only; a batch whose answer was lost and
 // that was sent again is not taken for lost leases (the rule in clients/typescript/src/acks.ts); over gRPC, the
 // claim goes out with the completes, for the slots they free, before their acks, and a stream broken meanwhile is
-// reopened without claiming beyond the free slots; and the optional prefetch holds claimed jobs beyond the
-// concurrency without running more handlers at once.
+// reopened without claiming beyond the free slots; on a connection that is up but silent, a unary call ends at its
+// deadline and close() returns; and the optional prefetch holds claimed jobs beyond the concurrency without
+// running more handlers at once.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { SluiceClient, Worker, type Job } from '../clients/typescript/src/index.js';
+import { ConnectionError, SluiceClient, Worker, type Job } from '../clients/typescript/src/index.js';
+import { GrpcTransport } from '../clients/typescript/src/grpc.js';
+import type { TransportHost } from '../clients/typescript/src/worker.js';
 import { ManualClock } from '../src/clock.js';
 import { CLIENT_SUITE_SKIP, sleep, startTestNode, type TestNode } from './helpers.js';
 
@@ -512,7 +515,7 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
       await until(() => reported() === concurrency + later.length, 30_000, 'every job reported');
     } finally {
       pool.ask = ask;
-      // Failed before the break: the muted connection would hold close() up (the unary calls have no deadline).
+      // Failed before the break: on the muted connection close()'s unary calls would wait out their deadline (30 s).
       if (!broken) relay.reset();
       await worker.close();
       await relay.close();
@@ -527,6 +530,105 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     assert.equal(new Set(completed).size, concurrency + later.length);
     const stats = await client.jobs.stats({ queue_name: queue });
     assert.deepEqual([stats.counts.completed, stats.counts.processing, stats.counts.pending], [concurrency + later.length, 0, 0]);
+  });
+
+  // A connection that is up but silent (a middlebox dropping what the node sends): the relay is muted. The unary
+  // calls' deadline is the client's timeoutMs, short here.
+  test('a silent connection: a unary call ends at its deadline with ConnectionError TIMEOUT, after the retries REST would make', async () => {
+    const queue = 'g-silent-unary';
+    const relay = new GrpcRelay(n.node.grpcPort);
+    await relay.open();
+    const quick = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, timeoutMs: 300, retry: { retries: 1, baseDelayMs: 20 } });
+    await enqueue(client, queue, [{}]);
+    const [job] = await client.jobs.claim({ queue_name: queue, worker_id: 'g-silent', limit: 1 });
+    assert.ok(job);
+    // The transport alone, without its stream: complete, fail and renew go as unary calls.
+    const host: TransportHost = {
+      client: quick,
+      queue,
+      workerId: 'g-silent',
+      concurrency: 1,
+      prefetch: 0,
+      active: 0,
+      leaseSeconds: undefined,
+      pollWaitMs: 1000,
+      grpc: { address: `127.0.0.1:${relay.port}` },
+      stopping: false,
+      free: () => 0,
+      dispatch: () => {},
+      cancelled: () => {},
+      reportError: () => {},
+    };
+    const transport = await GrpcTransport.create(host);
+    // The completes the queue's actor is asked: the call and its one retry (retry.retries 1), as over REST.
+    const pool = n.node.pool;
+    const ask = pool.ask;
+    let completes = 0;
+    pool.ask = ((o: string, q: string, op: string, args: unknown) => {
+      if (q === queue && op === 'complete') completes++;
+      return (ask as (...a: unknown[]) => Promise<unknown>).call(pool, o, q, op, args);
+    }) as typeof pool.ask;
+    let outcome: unknown = 'pending';
+    try {
+      // The connection is up (a renewal is answered), then falls silent.
+      await transport.renew(job as Job<never>, undefined);
+      relay.mute();
+      transport.complete(job as Job<never>, { ok: true }).then(
+        () => (outcome = 'completed'),
+        (err: unknown) => (outcome = err),
+      );
+      await until(() => outcome !== 'pending', 15_000, 'the unary complete to end');
+      // Both went out before their deadlines; the node may be slower to see them than that on a busy machine.
+      await until(() => completes >= 2, 10_000, 'the retry asked at the node');
+    } finally {
+      pool.ask = ask;
+      relay.reset();
+      await transport.close();
+      await relay.close();
+    }
+    assert.ok(outcome instanceof ConnectionError, `ended with ${String(outcome)}`);
+    assert.equal(outcome.code, 'TIMEOUT');
+    assert.ok(outcome.retryable, 'retryable, as a REST request past its timeout');
+    assert.equal(completes, 2, 'the complete and its retry reached the node');
+  });
+
+  test('a silent connection: close() with jobs in hand returns, their give-backs ending at the deadline', async () => {
+    const queue = 'g-silent-close';
+    const relay = new GrpcRelay(n.node.grpcPort);
+    await relay.open();
+    const quick = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, timeoutMs: 300 });
+    const ids = await enqueue(client, queue, [{}, {}]);
+    let running = 0;
+    const errors: Array<[unknown, string]> = [];
+    const worker = new Worker(
+      quick,
+      queue,
+      async (_job, ctx) => {
+        running++;
+        // Holds its job until close() runs out of grace.
+        await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+      },
+      { concurrency: 2, pollWaitMs: 1000, shutdownGraceMs: 100, transport: 'grpc', grpc: { address: `127.0.0.1:${relay.port}` } },
+    );
+    worker.on('error', (err, context) => errors.push([err, context]));
+    let closed = false;
+    try {
+      await until(() => running === 2, 10_000, 'both jobs running');
+      relay.mute();
+      void worker.close().then(() => (closed = true));
+      await until(() => closed, 15_000, 'close() to return');
+    } finally {
+      // Failed: let the calls held by the muted connection end, so that close() does.
+      relay.reset();
+      await worker.close();
+      await relay.close();
+    }
+    const giveBacks = errors.filter(([, context]) => context.startsWith('give back job'));
+    assert.deepEqual(errors.filter((e) => !giveBacks.includes(e)).map(([e, c]) => `${c}: ${e}`), []);
+    assert.equal(giveBacks.length, 2);
+    for (const [err] of giveBacks) assert.ok(err instanceof ConnectionError && err.code === 'TIMEOUT', `give-back: ${String(err)}`);
+    // The give-backs reached the node (only their answers were lost): the jobs are not held any more.
+    await until(async () => (await client.jobs.status(ids)).every((j) => j.status !== 'processing'), 10_000, 'the jobs given back');
   });
 });
 
