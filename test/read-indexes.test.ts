@@ -13,6 +13,7 @@ import { jobStats } from '../src/io/db/sql/jobStats.js';
 import { jobThroughput } from '../src/io/db/sql/jobThroughput.js';
 import { listJobs, type JobFilter, type JobKey } from '../src/io/db/sql/listJobs.js';
 import { liveQueues } from '../src/io/db/sql/liveQueues.js';
+import { loadQueue } from '../src/io/db/sql/loadQueue.js';
 import { purgeDeadLetters } from '../src/io/db/sql/purgeDeadLetters.js';
 import { queueCounts } from '../src/io/db/sql/queueCounts.js';
 import { queueJobGauges } from '../src/io/db/sql/queueJobGauges.js';
@@ -295,6 +296,8 @@ describe('no read of one organization scans the table another fills', () => {
     ['purge of dead letters', (s) => purgeDeadLetters(s, ORG, { ids: null, queue: 'a', olderThan: null }), []],
     ['retention sweep', (s) => sweepRetention(s, ORG, new Date(NOW), 500), [/jobs_done_/]],
     ['queues with live jobs', (s) => liveQueues(s), [/jobs_live_list/]],
+    // The rebuild of a queue actor reads the jobs it holds over jobs_held, which 0027 keyed on status too.
+    ['a queue actor’s rebuild', (s) => loadQueue(s, ORG, 'a', 500), [/jobs_held/]],
   ];
   for (const [name, run, uses] of reads) {
     test(name, async () => {
