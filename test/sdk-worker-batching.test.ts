@@ -50,6 +50,12 @@ function clientThrough(n: TestNode, around: (url: URL, init: RequestInit | undef
   return new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, fetch: f, retry: { baseDelayMs: 20 } });
 }
 
+/** gRPC streams the node has open now, from its /metrics. */
+async function openGrpcStreams(n: TestNode): Promise<number> {
+  const text = await (await fetch(`${n.node.url}/metrics`)).text();
+  return Number(/^sluice_streams_open\{transport="grpc"\} (\d+)$/m.exec(text)?.[1] ?? NaN);
+}
+
 /**
  * A TCP relay in front of the node's gRPC port, as the network between a worker and the service: `mute()` stops
  * passing what the node sends (acks, jobs) while the worker's messages still go through, `reset()` resets every
@@ -425,10 +431,7 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     const concurrency = 4;
     const relay = new GrpcRelay(n.node.grpcPort);
     await relay.open();
-    const grpcStreams = async () => {
-      const text = await (await fetch(`${n.node.url}/metrics`)).text();
-      return Number(/^sluice_streams_open\{transport="grpc"\} (\d+)$/m.exec(text)?.[1] ?? NaN);
-    };
+    const grpcStreams = () => openGrpcStreams(n);
 
     // The queue's actor as the worker's claims reach it. A claim may ask for the slots of completes not answered
     // yet (the service asks it after them), so a job counts as held from the claim that handed it out until its
@@ -630,6 +633,123 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     // The give-backs reached the node (only their answers were lost): the jobs are not held any more.
     await until(async () => (await client.jobs.status(ids)).every((j) => j.status !== 'processing'), 10_000, 'the jobs given back');
   });
+
+  // The stream itself falling silent: nothing ends it but the channel's keepalive (short here), whose unanswered
+  // ping drops the connection, so the stream fails UNAVAILABLE and the broken-stream path runs.
+  test('a silent stream is declared broken by keepalive: its unacknowledged complete settles once, the worker reconnects', async () => {
+    const queue = 'g-keepalive';
+    const concurrency = 2;
+    const relay = new GrpcRelay(n.node.grpcPort);
+    await relay.open();
+    // Unary calls (the re-sent complete) end at a short deadline while the network is out, and are retried.
+    const quick = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, timeoutMs: 1000, retry: { retries: 10, baseDelayMs: 20, maxDelayMs: 200 } });
+    const pool = n.node.pool;
+    const ask = pool.ask;
+    let completesAsked = 0;
+    pool.ask = ((o: string, q: string, op: string, args: { items?: unknown[] }) => {
+      if (q === queue && op === 'completeMany') completesAsked += args.items!.length;
+      return (ask as (...a: unknown[]) => Promise<unknown>).call(pool, o, q, op, args);
+    }) as typeof pool.ask;
+    const [first] = await enqueue(client, queue, [{}]);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const runs = new Map<string, number>();
+    let running = 0;
+    let max = 0;
+    const completed: string[] = [];
+    const lost: string[] = [];
+    const errors: Array<[unknown, string]> = [];
+    const worker = new Worker(
+      quick,
+      queue,
+      async (job) => {
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+        running++;
+        max = Math.max(max, running);
+        if (job.id === first) await gate;
+        running--;
+      },
+      { concurrency, pollWaitMs: 1000, transport: 'grpc', grpc: { address: `127.0.0.1:${relay.port}`, keepaliveMs: 200, keepaliveTimeoutMs: 200 } },
+    );
+    worker.on('completed', (job) => completed.push(job.id));
+    worker.on('leaseLost', (job) => lost.push(job.id));
+    worker.on('error', (err, context) => errors.push([err, context]));
+    const later = Array.from({ length: 6 }, () => ({}));
+    let broke = false;
+    try {
+      await until(() => running === 1, 10_000, 'the first job running');
+      // From here the worker hears nothing: its complete goes out and is done, its ack never arrives.
+      relay.mute();
+      open();
+      await until(() => completesAsked === 1, 10_000, 'the complete asked at the node');
+      assert.deepEqual(completed, [], 'no ack came back');
+      await until(() => errors.some(([, context]) => context === 'gRPC stream'), 10_000, 'the silent stream declared broken');
+      broke = true;
+      // The network is back (connections tried while it was out are cut, as a black hole would have left them).
+      relay.reset();
+      await until(() => completed.length === 1, 15_000, 'the first job reported');
+      await enqueue(client, queue, later);
+      await until(() => completed.length === 1 + later.length, 15_000, 'the later jobs completed over the reopened stream');
+    } finally {
+      pool.ask = ask;
+      relay.reset();
+      await worker.close();
+      await relay.close();
+    }
+    assert.ok(broke);
+    const streamErrors = errors.filter(([, context]) => context === 'gRPC stream');
+    assert.deepEqual(errors.filter((e) => !streamErrors.includes(e)).map(([e, c]) => `${c}: ${e}`), []);
+    const [firstBreak] = streamErrors[0]!;
+    assert.ok(firstBreak instanceof ConnectionError, `the break: ${String(firstBreak)}`);
+    assert.deepEqual(lost, [], 'the complete re-sent as a unary call found its own success, not a lost lease');
+    assert.deepEqual(completed.filter((id) => id === first), [first], 'the first job completed once');
+    assert.equal(new Set(completed).size, 1 + later.length);
+    assert.ok([...runs.values()].every((r) => r === 1), 'each job ran once');
+    assert.ok(max <= concurrency, `${max} handlers at once`);
+    const stats = await client.jobs.stats({ queue_name: queue });
+    assert.deepEqual([stats.counts.completed, stats.counts.processing, stats.counts.pending], [1 + later.length, 0, 0]);
+  });
+
+  // The service must take the pings (a server that polices them answers GOAWAY ENHANCE_YOUR_CALM "too_many_pings",
+  // which would break the stream): a busy run with the default keepalive, and one pinging every 50 ms.
+  for (const keepaliveMs of [undefined, 50]) {
+    test(`keepalive ${keepaliveMs ?? 'by default'}: 300 jobs over gRPC with no stream error, each once`, async () => {
+      const queue = `g-pings-${keepaliveMs ?? 'default'}`;
+      const total = 300;
+      const concurrency = 4;
+      await enqueue(client, queue, Array.from({ length: total }, () => ({})));
+      const runs = new Map<string, number>();
+      let running = 0;
+      let max = 0;
+      let done = 0;
+      const errors: Array<[unknown, string]> = [];
+      const worker = new Worker(
+        client,
+        queue,
+        async (job) => {
+          runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+          running++;
+          max = Math.max(max, running);
+          await sleep(2);
+          running--;
+        },
+        { concurrency, pollWaitMs: 1000, transport: 'grpc', grpc: { address: `127.0.0.1:${n.node.grpcPort}`, keepaliveMs } },
+      );
+      worker.on('completed', () => done++);
+      worker.on('error', (err, context) => errors.push([err, context]));
+      worker.on('leaseLost', (job) => errors.push([new Error(`lost ${job.id}`), 'leaseLost']));
+      try {
+        await until(() => done === total, 60_000, `${total} completions`);
+      } finally {
+        await worker.close();
+      }
+      assert.deepEqual(errors.map(([e, c]) => `${c}: ${e}`), []);
+      assert.ok(max <= concurrency, `${max} handlers at once`);
+      assert.equal(runs.size, total);
+      assert.ok([...runs.values()].every((r) => r === 1), 'each job ran once');
+      assert.equal((await client.jobs.stats({ queue_name: queue })).counts.completed, total);
+    });
+  }
 });
 
 describe('worker: prefetch', { skip: CLIENT_SUITE_SKIP }, () => {
