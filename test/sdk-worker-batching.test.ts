@@ -4,7 +4,8 @@
 // that was sent again is not taken for lost leases (the rule in clients/typescript/src/acks.ts); over gRPC, the
 // claim goes out with the completes, for the slots they free, before their acks, and a stream broken meanwhile is
 // reopened without claiming beyond the free slots; on a connection that is up but silent, a unary call ends at its
-// deadline and close() returns; and the optional prefetch holds claimed jobs beyond the concurrency without
+// deadline and close() returns, a stream is broken by the worker's keepalive, and the node's own keepalive ends
+// the streams of a client gone silent; and the optional prefetch holds claimed jobs beyond the concurrency without
 // running more handlers at once.
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -750,6 +751,69 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
       assert.equal((await client.jobs.stats({ queue_name: queue })).counts.completed, total);
     });
   }
+});
+
+describe('gRPC server: keepalive towards a client gone silent', { skip: CLIENT_SUITE_SKIP }, () => {
+  let n: TestNode;
+  let client: SluiceClient;
+  before(async () => {
+    n = await startTestNode({ env: { GRPC_KEEPALIVE_MS: '200', GRPC_KEEPALIVE_TIMEOUT_MS: '200' } });
+    client = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey! });
+  });
+  after(() => n.stop());
+
+  // The worker pings nothing (keepaliveMs 0) and the relay drops what the node sends, the node's pings included:
+  // only the node's keepalive can tell that the client is gone.
+  test('the node drops a silent connection: its stream ends, a job enqueued after is not handed to it, the worker gets it once back', async () => {
+    const queue = 'g-server-keepalive';
+    const relay = new GrpcRelay(n.node.grpcPort);
+    await relay.open();
+    const pool = n.node.pool;
+    const ask = pool.ask;
+    let claimsWaiting = 0;
+    pool.ask = ((o: string, q: string, op: string, args: unknown) => {
+      const reply = (ask as (...a: unknown[]) => Promise<unknown>).call(pool, o, q, op, args);
+      if (q === queue && op === 'claim') {
+        claimsWaiting++;
+        void reply.finally(() => claimsWaiting--).catch(() => {});
+      }
+      return reply;
+    }) as typeof pool.ask;
+    const runs = new Map<string, number>();
+    const completed: string[] = [];
+    const worker = new Worker(
+      client,
+      queue,
+      (job) => {
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+      },
+      { concurrency: 1, pollWaitMs: 1000, transport: 'grpc', grpc: { address: `127.0.0.1:${relay.port}`, keepaliveMs: 0 } },
+    );
+    const errors: Array<[unknown, string]> = [];
+    worker.on('completed', (job) => completed.push(job.id));
+    worker.on('error', (err, context) => errors.push([err, context]));
+    let id = '';
+    try {
+      await until(async () => claimsWaiting > 0 && (await openGrpcStreams(n)) === 1, 10_000, "the worker's claim waiting at the node");
+      relay.mute();
+      await until(async () => (await openGrpcStreams(n)) === 0, 10_000, 'the node to let the silent stream go');
+      // A claim of the ended stream still polling takes the job and puts it back at once (docs/grpc.md).
+      id = (await enqueue(client, queue, [{}]))[0]!;
+      await until(async () => claimsWaiting === 0 && (await client.jobs.get(id)).status === 'pending', 10_000, 'the job left pending');
+      assert.equal((await client.jobs.get(id)).retry_count, 0);
+      relay.reset();
+      await until(() => completed.length === 1, 15_000, 'the job completed by the worker, reconnected');
+    } finally {
+      pool.ask = ask;
+      relay.reset();
+      await worker.close();
+      await relay.close();
+    }
+    assert.deepEqual(completed, [id]);
+    assert.deepEqual([...runs.entries()], [[id, 1]]);
+    // The stream the node ended, and the reopenings tried while the network was out.
+    assert.ok(errors.every(([, context]) => context === 'gRPC stream'), `errors: ${errors.map(([e, c]) => `${c}: ${e}`).join('; ')}`);
+  });
 });
 
 describe('worker: prefetch', { skip: CLIENT_SUITE_SKIP }, () => {
