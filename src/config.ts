@@ -10,6 +10,12 @@ export interface Config {
   readonly port: number;
   /** The gRPC API's port (0: any free port). */
   readonly grpcPort: number;
+  /**
+   * HTTP/2 keepalive pings the gRPC server sends each connection (0: none), and how long one may go unanswered
+   * before the connection is dropped: a client gone silently then ends its streams, whose later claims go back.
+   */
+  readonly grpcKeepaliveMs: number;
+  readonly grpcKeepaliveTimeoutMs: number;
   /** Unset: the embedded PGlite store in dataDir. */
   readonly databaseUrl: string | null;
   readonly dataDir: string;
@@ -141,6 +147,8 @@ export function loadConfig(env: Env = process.env): Config {
     host: str('HOST', nodeEnv === 'production' ? '0.0.0.0' : '127.0.0.1'),
     port: int('PORT', 8080, 0, 65535),
     grpcPort: int('GRPC_PORT', 50051, 0, 65535),
+    grpcKeepaliveMs: int('GRPC_KEEPALIVE_MS', 30_000, 0, 86_400_000),
+    grpcKeepaliveTimeoutMs: int('GRPC_KEEPALIVE_TIMEOUT_MS', 10_000, 1, 600_000),
     databaseUrl,
     dataDir: path.resolve(str('DATA_DIR', './data')),
     production: nodeEnv === 'production',

@@ -290,7 +290,11 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
     metrics.countStreams('sse', () => h0.openStreams.sse);
     metrics.countStreams('websocket', () => h0.openStreams.websocket);
     const port = await http.listen(config.host, config.port);
-    const g = (grpc = new GrpcServer({ app, admit, log }, (method, code, seconds) => metrics.onGrpc(method, code, seconds)));
+    const g = (grpc = new GrpcServer(
+      { app, admit, log },
+      (method, code, seconds) => metrics.onGrpc(method, code, seconds),
+      { keepaliveMs: config.grpcKeepaliveMs, keepaliveTimeoutMs: config.grpcKeepaliveTimeoutMs },
+    ));
     metrics.countStreams('grpc', () => g.openStreams);
     const grpcPort = await g.listen(config.host, config.grpcPort);
     const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;

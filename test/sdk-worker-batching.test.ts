@@ -4,7 +4,8 @@
 // that was sent again is not taken for lost leases (the rule in clients/typescript/src/acks.ts); over gRPC, the
 // claim goes out with the completes, for the slots they free, before their acks, and a stream broken meanwhile is
 // reopened without claiming beyond the free slots; on a connection that is up but silent, a unary call ends at its
-// deadline and close() returns; and the optional prefetch holds claimed jobs beyond the concurrency without
+// deadline and close() returns, a stream is broken by the worker's keepalive, and the node's own keepalive ends
+// the streams of a client gone silent; and the optional prefetch holds claimed jobs beyond the concurrency without
 // running more handlers at once.
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -48,6 +49,12 @@ async function served(n: TestNode, route: string): Promise<number> {
 function clientThrough(n: TestNode, around: (url: URL, init: RequestInit | undefined, send: () => Promise<Response>) => Promise<Response>): SluiceClient {
   const f: typeof fetch = (input, init) => around(new URL(String(input)), init, () => fetch(input, init));
   return new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, fetch: f, retry: { baseDelayMs: 20 } });
+}
+
+/** gRPC streams the node has open now, from its /metrics. */
+async function openGrpcStreams(n: TestNode): Promise<number> {
+  const text = await (await fetch(`${n.node.url}/metrics`)).text();
+  return Number(/^sluice_streams_open\{transport="grpc"\} (\d+)$/m.exec(text)?.[1] ?? NaN);
 }
 
 /**
@@ -425,10 +432,7 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     const concurrency = 4;
     const relay = new GrpcRelay(n.node.grpcPort);
     await relay.open();
-    const grpcStreams = async () => {
-      const text = await (await fetch(`${n.node.url}/metrics`)).text();
-      return Number(/^sluice_streams_open\{transport="grpc"\} (\d+)$/m.exec(text)?.[1] ?? NaN);
-    };
+    const grpcStreams = () => openGrpcStreams(n);
 
     // The queue's actor as the worker's claims reach it. A claim may ask for the slots of completes not answered
     // yet (the service asks it after them), so a job counts as held from the claim that handed it out until its
@@ -629,6 +633,188 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     for (const [err] of giveBacks) assert.ok(err instanceof ConnectionError && err.code === 'TIMEOUT', `give-back: ${String(err)}`);
     // The give-backs reached the node (only their answers were lost): the jobs are not held any more.
     await until(async () => (await client.jobs.status(ids)).every((j) => j.status !== 'processing'), 10_000, 'the jobs given back');
+  });
+
+  // The stream itself falling silent: nothing ends it but the channel's keepalive (short here), whose unanswered
+  // ping drops the connection, so the stream fails UNAVAILABLE and the broken-stream path runs.
+  test('a silent stream is declared broken by keepalive: its unacknowledged complete settles once, the worker reconnects', async () => {
+    const queue = 'g-keepalive';
+    const concurrency = 2;
+    const relay = new GrpcRelay(n.node.grpcPort);
+    await relay.open();
+    // Unary calls (the re-sent complete) end at a short deadline while the network is out, and are retried for
+    // longer than grpc-js waits before it connects again after a failed attempt (1 s, then growing): until then a
+    // call fails at once, "No connection established".
+    const quick = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, timeoutMs: 1000, retry: { retries: 20, baseDelayMs: 50, maxDelayMs: 500 } });
+    const pool = n.node.pool;
+    const ask = pool.ask;
+    let completesAsked = 0;
+    pool.ask = ((o: string, q: string, op: string, args: { items?: unknown[] }) => {
+      if (q === queue && op === 'completeMany') completesAsked += args.items!.length;
+      return (ask as (...a: unknown[]) => Promise<unknown>).call(pool, o, q, op, args);
+    }) as typeof pool.ask;
+    const [first] = await enqueue(client, queue, [{}]);
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const runs = new Map<string, number>();
+    let running = 0;
+    let max = 0;
+    const completed: string[] = [];
+    const lost: string[] = [];
+    const errors: Array<[unknown, string]> = [];
+    const worker = new Worker(
+      quick,
+      queue,
+      async (job) => {
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+        running++;
+        max = Math.max(max, running);
+        if (job.id === first) await gate;
+        running--;
+      },
+      { concurrency, pollWaitMs: 1000, transport: 'grpc', grpc: { address: `127.0.0.1:${relay.port}`, keepaliveMs: 200, keepaliveTimeoutMs: 200 } },
+    );
+    worker.on('completed', (job) => completed.push(job.id));
+    worker.on('leaseLost', (job) => lost.push(job.id));
+    worker.on('error', (err, context) => errors.push([err, context]));
+    const later = Array.from({ length: 6 }, () => ({}));
+    let broke = false;
+    try {
+      await until(() => running === 1, 10_000, 'the first job running');
+      // From here the worker hears nothing: its complete goes out and is done, its ack never arrives.
+      relay.mute();
+      open();
+      await until(() => completesAsked === 1, 10_000, 'the complete asked at the node');
+      assert.deepEqual(completed, [], 'no ack came back');
+      await until(() => errors.some(([, context]) => context === 'gRPC stream'), 10_000, 'the silent stream declared broken');
+      broke = true;
+      // The network is back (connections tried while it was out are cut, as a black hole would have left them).
+      relay.reset();
+      await until(() => completed.length + lost.length === 1 || errors.some(([, context]) => context.startsWith('report of')), 15_000, 'the first job reported');
+      await enqueue(client, queue, later);
+      await until(() => completed.length === 1 + later.length, 15_000, 'the later jobs completed over the reopened stream');
+    } finally {
+      pool.ask = ask;
+      relay.reset();
+      await worker.close();
+      await relay.close();
+    }
+    assert.ok(broke);
+    const streamErrors = errors.filter(([, context]) => context === 'gRPC stream');
+    assert.deepEqual(errors.filter((e) => !streamErrors.includes(e)).map(([e, c]) => `${c}: ${e}`), []);
+    const [firstBreak] = streamErrors[0]!;
+    assert.ok(firstBreak instanceof ConnectionError, `the break: ${String(firstBreak)}`);
+    assert.deepEqual(lost, [], 'the complete re-sent as a unary call found its own success, not a lost lease');
+    assert.deepEqual(completed.filter((id) => id === first), [first], 'the first job completed once');
+    assert.equal(new Set(completed).size, 1 + later.length);
+    assert.ok([...runs.values()].every((r) => r === 1), 'each job ran once');
+    assert.ok(max <= concurrency, `${max} handlers at once`);
+    const stats = await client.jobs.stats({ queue_name: queue });
+    assert.deepEqual([stats.counts.completed, stats.counts.processing, stats.counts.pending], [1 + later.length, 0, 0]);
+  });
+
+  // The service must take the pings (a server that polices them answers GOAWAY ENHANCE_YOUR_CALM "too_many_pings",
+  // which would break the stream): a busy run with the default keepalive, and one pinging every 50 ms.
+  for (const keepaliveMs of [undefined, 50]) {
+    test(`keepalive ${keepaliveMs ?? 'by default'}: 300 jobs over gRPC with no stream error, each once`, async () => {
+      const queue = `g-pings-${keepaliveMs ?? 'default'}`;
+      const total = 300;
+      const concurrency = 4;
+      await enqueue(client, queue, Array.from({ length: total }, () => ({})));
+      const runs = new Map<string, number>();
+      let running = 0;
+      let max = 0;
+      let done = 0;
+      const errors: Array<[unknown, string]> = [];
+      const worker = new Worker(
+        client,
+        queue,
+        async (job) => {
+          runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+          running++;
+          max = Math.max(max, running);
+          await sleep(2);
+          running--;
+        },
+        { concurrency, pollWaitMs: 1000, transport: 'grpc', grpc: { address: `127.0.0.1:${n.node.grpcPort}`, keepaliveMs } },
+      );
+      worker.on('completed', () => done++);
+      worker.on('error', (err, context) => errors.push([err, context]));
+      worker.on('leaseLost', (job) => errors.push([new Error(`lost ${job.id}`), 'leaseLost']));
+      try {
+        await until(() => done === total, 60_000, `${total} completions`);
+      } finally {
+        await worker.close();
+      }
+      assert.deepEqual(errors.map(([e, c]) => `${c}: ${e}`), []);
+      assert.ok(max <= concurrency, `${max} handlers at once`);
+      assert.equal(runs.size, total);
+      assert.ok([...runs.values()].every((r) => r === 1), 'each job ran once');
+      assert.equal((await client.jobs.stats({ queue_name: queue })).counts.completed, total);
+    });
+  }
+});
+
+describe('gRPC server: keepalive towards a client gone silent', { skip: CLIENT_SUITE_SKIP }, () => {
+  let n: TestNode;
+  let client: SluiceClient;
+  before(async () => {
+    n = await startTestNode({ env: { GRPC_KEEPALIVE_MS: '200', GRPC_KEEPALIVE_TIMEOUT_MS: '200' } });
+    client = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey! });
+  });
+  after(() => n.stop());
+
+  // The worker pings nothing (keepaliveMs 0) and the relay drops what the node sends, the node's pings included:
+  // only the node's keepalive can tell that the client is gone.
+  test('the node drops a silent connection: its stream ends, a job enqueued after is not handed to it, the worker gets it once back', async () => {
+    const queue = 'g-server-keepalive';
+    const relay = new GrpcRelay(n.node.grpcPort);
+    await relay.open();
+    const pool = n.node.pool;
+    const ask = pool.ask;
+    let claimsWaiting = 0;
+    pool.ask = ((o: string, q: string, op: string, args: unknown) => {
+      const reply = (ask as (...a: unknown[]) => Promise<unknown>).call(pool, o, q, op, args);
+      if (q === queue && op === 'claim') {
+        claimsWaiting++;
+        void reply.finally(() => claimsWaiting--).catch(() => {});
+      }
+      return reply;
+    }) as typeof pool.ask;
+    const runs = new Map<string, number>();
+    const completed: string[] = [];
+    const worker = new Worker(
+      client,
+      queue,
+      (job) => {
+        runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+      },
+      { concurrency: 1, pollWaitMs: 1000, transport: 'grpc', grpc: { address: `127.0.0.1:${relay.port}`, keepaliveMs: 0 } },
+    );
+    const errors: Array<[unknown, string]> = [];
+    worker.on('completed', (job) => completed.push(job.id));
+    worker.on('error', (err, context) => errors.push([err, context]));
+    let id = '';
+    try {
+      await until(async () => claimsWaiting > 0 && (await openGrpcStreams(n)) === 1, 10_000, "the worker's claim waiting at the node");
+      relay.mute();
+      await until(async () => (await openGrpcStreams(n)) === 0, 10_000, 'the node to let the silent stream go');
+      // A claim of the ended stream still polling takes the job and puts it back at once (docs/grpc.md).
+      id = (await enqueue(client, queue, [{}]))[0]!;
+      await until(async () => claimsWaiting === 0 && (await client.jobs.get(id)).status === 'pending', 10_000, 'the job left pending');
+      assert.equal((await client.jobs.get(id)).retry_count, 0);
+      relay.reset();
+      await until(() => completed.length === 1, 15_000, 'the job completed by the worker, reconnected');
+    } finally {
+      pool.ask = ask;
+      relay.reset();
+      await worker.close();
+      await relay.close();
+    }
+    assert.deepEqual(completed, [id]);
+    assert.deepEqual([...runs.entries()], [[id, 1]]);
+    // The stream the node ended, and the reopenings tried while the network was out.
+    assert.ok(errors.every(([, context]) => context === 'gRPC stream'), `errors: ${errors.map(([e, c]) => `${c}: ${e}`).join('; ')}`);
   });
 });
 

@@ -28,6 +28,12 @@
 // as REST retries a report (http.ts: transient failures, `retry.retries` times, the same backoff), except a job
 // given back at close, which is tried once so that close() is bounded (docs: clients/typescript/README.md).
 //
+// Keepalive: the acks and jobs awaited on the stream have no deadline (a stream lives as long as the worker), so
+// the channel pings the service every `grpc.keepaliveMs` and drops the connection when a ping goes unanswered for
+// `grpc.keepaliveTimeoutMs`. The stream then fails UNAVAILABLE, and the broken-stream path above takes over. Pings
+// go only while a call is open (the stream, always, while the worker runs): an idle channel has nothing to watch,
+// and servers that police pings (grpc-go's default policy) refuse them without calls.
+//
 // @grpc/grpc-js and @grpc/proto-loader are optional peer dependencies, loaded only when this transport is used.
 import { fileURLToPath } from 'node:url';
 import type * as GrpcJs from '@grpc/grpc-js';
@@ -41,6 +47,9 @@ const PROTO_PATH = fileURLToPath(new URL('../proto/queue/v1/queue.proto', import
 const LOADER_OPTIONS = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true } as const;
 /** How long a stop waits for acks in flight before cancelling the stream anyway. */
 const ACK_DRAIN_MS = 5_000;
+/** Defaults of `grpc.keepaliveMs` and `grpc.keepaliveTimeoutMs`: a silent connection is dropped within ~30 s. */
+export const KEEPALIVE_MS = 20_000;
+export const KEEPALIVE_TIMEOUT_MS = 10_000;
 
 type Pb = Record<string, unknown>;
 type Callback = (err: GrpcJs.ServiceError | null, res: Pb) => void;
@@ -60,7 +69,9 @@ interface Ack {
   frees: boolean;
 }
 
-async function loadGrpc(): Promise<{ grpc: typeof GrpcJs; QueueService: new (address: string, creds: GrpcJs.ChannelCredentials) => QueueClient }> {
+type QueueClientClass = new (address: string, creds: GrpcJs.ChannelCredentials, options?: GrpcJs.ChannelOptions) => QueueClient;
+
+async function loadGrpc(): Promise<{ grpc: typeof GrpcJs; QueueService: QueueClientClass }> {
   let grpc: typeof GrpcJs;
   let loader: typeof import('@grpc/proto-loader');
   try {
@@ -72,7 +83,7 @@ async function loadGrpc(): Promise<{ grpc: typeof GrpcJs; QueueService: new (add
     });
   }
   const root = grpc.loadPackageDefinition(loader.loadSync(PROTO_PATH, LOADER_OPTIONS)) as unknown as {
-    queue: { v1: { QueueService: new (address: string, creds: GrpcJs.ChannelCredentials) => QueueClient } };
+    queue: { v1: { QueueService: QueueClientClass } };
   };
   return { grpc, QueueService: root.queue.v1.QueueService };
 }
@@ -112,7 +123,12 @@ export class GrpcTransport implements Transport {
     const base = new URL(host.client.url);
     const address = host.grpc?.address ?? `${base.hostname.includes(':') ? `[${base.hostname}]` : base.hostname}:50051`;
     const tls = host.grpc?.tls ?? base.protocol === 'https:';
-    const client = new QueueService(address, tls ? grpc.credentials.createSsl() : grpc.credentials.createInsecure());
+    const keepaliveMs = host.grpc?.keepaliveMs ?? KEEPALIVE_MS;
+    const options: GrpcJs.ChannelOptions =
+      keepaliveMs > 0
+        ? { 'grpc.keepalive_time_ms': keepaliveMs, 'grpc.keepalive_timeout_ms': host.grpc?.keepaliveTimeoutMs ?? KEEPALIVE_TIMEOUT_MS }
+        : {};
+    const client = new QueueService(address, tls ? grpc.credentials.createSsl() : grpc.credentials.createInsecure(), options);
     return new GrpcTransport(host, grpc, client, apiKey);
   }
 

@@ -119,6 +119,10 @@ export interface WorkerOptions {
     address?: string;
     /** TLS (default: when the REST URL is https). */
     tls?: boolean;
+    /** HTTP/2 keepalive ping period while the stream is open, ms (default 20000; 0: no pings). */
+    keepaliveMs?: number;
+    /** A ping unanswered this long drops the connection and so breaks the stream, ms (default 10000). */
+    keepaliveTimeoutMs?: number;
   };
 }
 
@@ -268,6 +272,8 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     if (this.leaseSeconds !== undefined && opts.heartbeatIntervalMs !== undefined && opts.heartbeatIntervalMs >= this.leaseSeconds * 1000) {
       throw new RangeError('Worker: heartbeatIntervalMs must be shorter than the lease');
     }
+    int('grpc.keepaliveMs', opts.grpc?.keepaliveMs, 0, 3_600_000, undefined);
+    int('grpc.keepaliveTimeoutMs', opts.grpc?.keepaliveTimeoutMs, 1, 600_000, undefined);
     this.grpc = opts.grpc;
     // Minted here rather than by the service, so that a registration whose answer was lost can be sent again
     // without taking a second slot (a registration with an id is an upsert).

@@ -18,11 +18,26 @@ import { workerService } from './worker-service.js';
 /** How long stop() lets calls in flight finish before cutting the connections. */
 const SHUTDOWN_GRACE_MS = 2_000;
 
+/**
+ * HTTP/2 keepalive towards clients (0: none). A stream ends only when its client says so or its connection
+ * drops; a client that vanished without closing (a crash behind a middlebox, a cut path) would keep its streams
+ * open for ever, their claims still taking jobs for it. An unanswered ping drops the connection, the streams end,
+ * and jobs their claims take afterwards go back at once. (grpc-js servers have no ping policy: they take client
+ * pings at any rate, so the SDK's keepalive needs no server option.)
+ */
+export interface GrpcKeepalive {
+  keepaliveMs: number;
+  keepaliveTimeoutMs: number;
+}
+
 export class GrpcServer {
-  private readonly server = new Server();
+  private readonly server: Server;
   private readonly ctx: GrpcContext;
 
-  constructor(ctx: Omit<GrpcContext, 'streams'>, observe?: ObserveCall) {
+  constructor(ctx: Omit<GrpcContext, 'streams'>, observe?: ObserveCall, keepalive: GrpcKeepalive = { keepaliveMs: 30_000, keepaliveTimeoutMs: 10_000 }) {
+    this.server = new Server(
+      keepalive.keepaliveMs > 0 ? { 'grpc.keepalive_time_ms': keepalive.keepaliveMs, 'grpc.keepalive_timeout_ms': keepalive.keepaliveTimeoutMs } : {},
+    );
     this.ctx = { ...ctx, streams: new Set() };
     const v1 = loadQueueV1();
     const add = (c: ServiceClientConstructor, impl: UntypedServiceImplementation) =>
