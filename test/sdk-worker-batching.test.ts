@@ -66,10 +66,19 @@ class GrpcRelay {
   private readonly sockets = new Set<net.Socket>();
   private readonly server: net.Server;
   private muted = false;
+  private refusing = false;
   port = 0;
+  /** Connections refused (reset at once) while refusing. */
+  refused = 0;
 
   constructor(target: number) {
     this.server = net.createServer((worker) => {
+      if (this.refusing) {
+        this.refused++;
+        worker.on('error', () => {});
+        worker.resetAndDestroy();
+        return;
+      }
       const node = net.connect(target, '127.0.0.1');
       for (const s of [worker, node]) {
         this.sockets.add(s);
@@ -95,6 +104,16 @@ class GrpcRelay {
   reset(): void {
     this.muted = false;
     for (const s of this.sockets) s.resetAndDestroy();
+  }
+
+  /** The node unreachable: connections are cut, new ones reset at once, until accept(). */
+  refuse(): void {
+    this.refusing = true;
+    this.reset();
+  }
+
+  accept(): void {
+    this.refusing = false;
   }
 
   close(): Promise<void> {
@@ -633,6 +652,71 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     for (const [err] of giveBacks) assert.ok(err instanceof ConnectionError && err.code === 'TIMEOUT', `give-back: ${String(err)}`);
     // The give-backs reached the node (only their answers were lost): the jobs are not held any more.
     await until(async () => (await client.jobs.status(ids)).every((j) => j.status !== 'processing'), 10_000, 'the jobs given back');
+  });
+
+  // A unary call made while the channel waits out grpc-js's reconnect backoff (the node was unreachable, a connection
+  // attempt failed) waits for the channel within its deadline instead of failing at once "No connection
+  // established". One attempt (retries 0, as a give-back at close): no retry carries it past the backoff.
+  test('a unary call made during the reconnect backoff waits for the channel within its deadline', async () => {
+    const queue = 'g-backoff-unary';
+    const relay = new GrpcRelay(n.node.grpcPort);
+    await relay.open();
+    const once = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, timeoutMs: 15_000, retry: { retries: 0 } });
+    await enqueue(client, queue, [{}]);
+    const [job] = await client.jobs.claim({ queue_name: queue, worker_id: 'g-backoff', limit: 1 });
+    assert.ok(job);
+    const host: TransportHost = {
+      client: once,
+      queue,
+      workerId: 'g-backoff',
+      concurrency: 1,
+      prefetch: 0,
+      active: 0,
+      leaseSeconds: undefined,
+      pollWaitMs: 1000,
+      grpc: { address: `127.0.0.1:${relay.port}` },
+      stopping: false,
+      free: () => 0,
+      dispatch: () => {},
+      cancelled: () => {},
+      reportError: () => {},
+    };
+    const transport = await GrpcTransport.create(host);
+    let outcome: unknown = 'pending';
+    try {
+      // The channel is connected (a renewal is answered), then the node becomes unreachable.
+      await transport.renew(job as Job<never>, undefined);
+      relay.refuse();
+      // Renewals (whatever their outcome) until the channel has seen the drop and a connection attempt refused: a
+      // call made before it saw the drop would go on the dropped connection, which no waiting can save.
+      let poke: Promise<unknown> | null = null;
+      await until(
+        () => {
+          poke ??= transport.renew(job as Job<never>, undefined).then(
+            () => (poke = null),
+            () => (poke = null),
+          );
+          return relay.refused >= 1;
+        },
+        15_000,
+        'a connection attempt refused',
+      );
+      transport.complete(job as Job<never>, { ok: true }).then(
+        () => (outcome = 'completed'),
+        (err: unknown) => (outcome = err),
+      );
+      // A second refused attempt comes only after grpc-js's backoff: the channel has been in it with the call made.
+      await until(() => relay.refused >= 2 || outcome !== 'pending', 15_000, 'a reconnect after the backoff');
+      relay.accept();
+      await until(() => outcome !== 'pending', 20_000, 'the unary complete to end');
+    } finally {
+      relay.accept();
+      await transport.close();
+      await relay.close();
+    }
+    assert.equal(outcome, 'completed', `ended with ${String(outcome)}`);
+    const [line] = await client.jobs.status([job.id]);
+    assert.equal(line?.status, 'completed');
   });
 
   // The stream itself falling silent: nothing ends it but the channel's keepalive (short here), whose unanswered

@@ -27,6 +27,11 @@
 // past its deadline fails as a REST request past its timeout does (ConnectionError, code TIMEOUT), and is retried
 // as REST retries a report (http.ts: transient failures, `retry.retries` times, the same backoff), except a job
 // given back at close, which is tried once so that close() is bounded (docs: clients/typescript/README.md).
+// Within its deadline a call waits for the channel to connect (waitForReady): after a failed connection attempt
+// grpc-js waits out a reconnect backoff (1 s, growing), and a call not waiting would fail at once ("No connection
+// established"), so a report re-sent just after an outage would spend its retries before the node is reachable.
+// The stream does not wait: it fails and is reopened with its own backoff. Calls still waiting at close() end
+// with the channel.
 //
 // Keepalive: the acks and jobs awaited on the stream have no deadline (a stream lives as long as the worker), so
 // the channel pings the service every `grpc.keepaliveMs` and drops the connection when a ping goes unanswered for
@@ -132,8 +137,9 @@ export class GrpcTransport implements Transport {
     return new GrpcTransport(host, grpc, client, apiKey);
   }
 
-  private metadata(): GrpcJs.Metadata {
-    const md = new this.grpc.Metadata();
+  /** `waitForReady`: the call waits for the channel to connect (up to its deadline) instead of failing at once. */
+  private metadata(waitForReady = false): GrpcJs.Metadata {
+    const md = new this.grpc.Metadata({ waitForReady });
     md.set('x-api-key', this.apiKey);
     return md;
   }
@@ -276,11 +282,14 @@ export class GrpcTransport implements Transport {
     });
   }
 
-  /** One attempt, bounded by the client's timeoutMs (its REST per-attempt timeout). */
+  /**
+   * One attempt, bounded by the client's timeoutMs (its REST per-attempt timeout), within which it waits for the
+   * channel to connect rather than fail at once during grpc-js's reconnect backoff (see the top of this file).
+   */
   private call(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb): Promise<Pb> {
     const ms = this.host.client.http.timeoutMs;
     return new Promise((resolve, reject) =>
-      this.client[method](req, this.metadata(), { deadline: Date.now() + ms }, (err, res) => {
+      this.client[method](req, this.metadata(true), { deadline: Date.now() + ms }, (err, res) => {
         if (!err) resolve(res);
         else if (err.code === this.grpc.status.DEADLINE_EXCEEDED) {
           reject(new ConnectionError(`gRPC ${method}: timed out after ${ms} ms`, { cause: err, timedOut: true }));
