@@ -62,6 +62,27 @@ async function openGrpcStreams(n: TestNode): Promise<number> {
  * passing what the node sends (acks, jobs) while the worker's messages still go through, `reset()` resets every
  * connection through it at once (a broken network path) and passes new ones both ways again.
  */
+/** The gRPC transport alone, without a worker or its stream: complete, fail and renew go as unary calls. */
+function unaryTransport(c: SluiceClient, queue: string, workerId: string, port: number): Promise<GrpcTransport> {
+  const host: TransportHost = {
+    client: c,
+    queue,
+    workerId,
+    concurrency: 1,
+    prefetch: 0,
+    active: 0,
+    leaseSeconds: undefined,
+    pollWaitMs: 1000,
+    grpc: { address: `127.0.0.1:${port}` },
+    stopping: false,
+    free: () => 0,
+    dispatch: () => {},
+    cancelled: () => {},
+    reportError: () => {},
+  };
+  return GrpcTransport.create(host);
+}
+
 class GrpcRelay {
   private readonly sockets = new Set<net.Socket>();
   private readonly server: net.Server;
@@ -565,24 +586,7 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     await enqueue(client, queue, [{}]);
     const [job] = await client.jobs.claim({ queue_name: queue, worker_id: 'g-silent', limit: 1 });
     assert.ok(job);
-    // The transport alone, without its stream: complete, fail and renew go as unary calls.
-    const host: TransportHost = {
-      client: quick,
-      queue,
-      workerId: 'g-silent',
-      concurrency: 1,
-      prefetch: 0,
-      active: 0,
-      leaseSeconds: undefined,
-      pollWaitMs: 1000,
-      grpc: { address: `127.0.0.1:${relay.port}` },
-      stopping: false,
-      free: () => 0,
-      dispatch: () => {},
-      cancelled: () => {},
-      reportError: () => {},
-    };
-    const transport = await GrpcTransport.create(host);
+    const transport = await unaryTransport(quick, queue, 'g-silent', relay.port);
     // The completes the queue's actor is asked: the call and its one retry (retry.retries 1), as over REST.
     const pool = n.node.pool;
     const ask = pool.ask;
@@ -665,23 +669,7 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     await enqueue(client, queue, [{}]);
     const [job] = await client.jobs.claim({ queue_name: queue, worker_id: 'g-backoff', limit: 1 });
     assert.ok(job);
-    const host: TransportHost = {
-      client: once,
-      queue,
-      workerId: 'g-backoff',
-      concurrency: 1,
-      prefetch: 0,
-      active: 0,
-      leaseSeconds: undefined,
-      pollWaitMs: 1000,
-      grpc: { address: `127.0.0.1:${relay.port}` },
-      stopping: false,
-      free: () => 0,
-      dispatch: () => {},
-      cancelled: () => {},
-      reportError: () => {},
-    };
-    const transport = await GrpcTransport.create(host);
+    const transport = await unaryTransport(once, queue, 'g-backoff', relay.port);
     let outcome: unknown = 'pending';
     try {
       // The channel is connected (a renewal is answered), then the node becomes unreachable.
