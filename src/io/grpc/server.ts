@@ -34,7 +34,7 @@ export class GrpcServer {
   private readonly server: Server;
   private readonly ctx: GrpcContext;
 
-  constructor(ctx: Omit<GrpcContext, 'streams'>, observe?: ObserveCall, keepalive: GrpcKeepalive = { keepaliveMs: 30_000, keepaliveTimeoutMs: 10_000 }) {
+  constructor(ctx: Omit<GrpcContext, 'streams'>, observe: ObserveCall | undefined, keepalive: GrpcKeepalive) {
     this.server = new Server(
       keepalive.keepaliveMs > 0 ? { 'grpc.keepalive_time_ms': keepalive.keepaliveMs, 'grpc.keepalive_timeout_ms': keepalive.keepaliveTimeoutMs } : {},
     );
