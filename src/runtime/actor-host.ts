@@ -8,12 +8,12 @@
 //
 // Bounded queue actors (QUEUE_WINDOW, src/actors/queue/window.ts): a queue actor holds the head of its ready jobs.
 // The host reads for it in slices of FILL_SLICE rows with a turn of the event loop between them, after the actor's
-// writes are committed. Its window at rebuild (`fill`) and the paged-out jobs a request names or whose expiry came
-// (`adopt`, before the request runs) are read with the actor's own messages waiting in order (suspended): nothing
-// else runs on it in between, so what it reads is what it left in the store. A window that runs below half is
-// topped up while the actor serves on from what it holds (`refill`): the jobs it pages out meanwhile are recorded
-// and merged with the rows (QueueActor.refilled); an adoption, or a request that finds a window empty, waits for
-// that refill.
+// writes are committed. The first slice of its window at rebuild (`fill`) and the paged-out jobs a request names or
+// whose expiry came (`adopt`, before the request runs) are read with the actor's own messages waiting in order
+// (suspended): nothing else runs on it in between, so what it reads is what it left in the store. A window that runs
+// below half (after a rebuild, at once) is topped up while the actor serves on from what it holds (`refill`): the
+// jobs it pages out meanwhile are recorded and merged with the rows (QueueActor.refilled); an adoption, or a request
+// that finds a window empty, waits for that refill.
 //
 // Shards: a host serves the shards of its node that map to its thread (`threadOf`), under the epochs the node
 // holds them by. A message for any other shard is answered SHARD_MOVED (its sender sends it to the owner), and
@@ -500,10 +500,10 @@ export class ActorHost {
           const live: Live = { actor, busy: pending.map((m) => ({ m, adopted: false })), tick: true };
           this.actors.set(key, live);
           if (actor instanceof OrgActor && !actor.jobsCounted) this.countJobs(key, live, actor);
-          // Its window is read before any message runs; leases that ran out while nobody owned the queue are given
-          // up once it is (the resume's tick).
+          // Its window's first slice is read before any message runs; leases that ran out while nobody owned the
+          // queue are given up once it is (the resume's tick).
           return this.suspend(key, live, () =>
-            actor instanceof QueueActor ? this.fill(key, live, actor, false).then(() => this.countReady(key, live, actor)) : Promise.resolve(),
+            actor instanceof QueueActor ? this.fill(key, live, actor).then(() => this.countReady(key, live, actor)) : Promise.resolve(),
           );
         },
         (err) => {
@@ -675,15 +675,12 @@ export class ActorHost {
   }
 
   /**
-   * Fills the actor's windows that ran low, slice by slice, each after a turn of the event loop: a queue of a
-   * million jobs is rebuilt without holding the thread, and its head comes first. What it wrote is committed
-   * first, so the store has every job it paged out. `full`: on until the windows are full (a refill: the next
-   * comes after half a window of claims); else until they are half full (a rebuild: its first message sooner; the
-   * refill that follows its first claim tops them up).
+   * Reads the first slice of the rebuilt actor's windows: enough for its first messages, which wait for it. The rest
+   * comes as a refill while it serves (`resume` starts it), so a queue of a million jobs holds its messages, and the
+   * node's readiness, for one read instead of half a window of them.
    */
-  private fill(key: string, slot: Live, actor: QueueActor, full: boolean): Promise<void> {
-    const mode = full ? 'room' : 'due';
-    return this.readInto(key, slot, actor, (first) => actor.refills(FILL_SLICE, first ? 'due' : mode));
+  private fill(key: string, slot: Live, actor: QueueActor): Promise<void> {
+    return this.readInto(key, slot, actor, (first) => (first ? actor.refills(FILL_SLICE, 'due') : []));
   }
 
   /**
