@@ -7,8 +7,9 @@
 // seconds per scenario, default 10), BENCH_CYCLE_JOBS (pre-fill for scenario 2), BENCH_QUIET_PCT (below),
 // BENCH_PG_ADMIN_URL, BENCH_PG_SETTINGS, BENCH_SERVER_ROOT, BENCH_NODE_ARGS, BENCH_TRACE, BENCH_CPU_PROF
 // (see lib.ts); BENCH_REPEAT=n runs each scenario n times on the same node (the later runs on a node warmed by the
-// first: a fresh node's first seconds are slower, docs/BENCHMARKS.md); anything else, such as ACTOR_THREADS or
-// PG_POOL_SIZE, passes through to the node.
+// first: a fresh node's first seconds are slower, docs/BENCHMARKS.md), and with BENCH_RESTART=1 on a new node
+// started on the same database (what is new then is the process alone, not the database); anything else, such as
+// ACTOR_THREADS or PG_POOL_SIZE, passes through to the node.
 // docs/BENCHMARKS.md has the results and what limits them.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -79,12 +80,26 @@ async function runOne(name: string, scenario: Scenario): Promise<Row[]> {
     await monitor.connect();
     log(`${name}: node at ${server.url} (pid ${server.pid})`);
     await waitForQuiet(name, server.pid, db.name);
-    const s = server;
     const rows: Row[] = [];
     const repeat = Math.max(1, Number(process.env.BENCH_REPEAT ?? 1));
-    for (let i = 0; i < repeat; i++) {
-      const got = await scenario({ url: s.url, key: s.key, server: s, databaseUrl: db.url, meter: () => new Meter(s.pid, monitor, db.name), log });
-      rows.push(...got.map((r) => (i === 0 ? r : { ...r, scenario: `${r.scenario} (run ${i + 1} on the same node)` })));
+    const restart = process.env.BENCH_RESTART === '1';
+    // A restart keeps the first node's default key (its own data directory goes when it stops).
+    const dataDir = restart ? fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-repeat-')) : null;
+    if (dataDir) fs.cpSync(server.dataDir, dataDir, { recursive: true });
+    try {
+      for (let i = 0; i < repeat; i++) {
+        if (i > 0 && dataDir) {
+          await server.stop();
+          server = await startServer(db.url, { dataDir });
+          await waitForQuiet(name, server.pid, db.name);
+        }
+        const s = server;
+        const got = await scenario({ url: s.url, key: s.key, server: s, databaseUrl: db.url, meter: () => new Meter(s.pid, monitor, db.name), log });
+        const label = dataDir ? 'on a new node, same database' : 'on the same node';
+        rows.push(...got.map((r) => (i === 0 ? r : { ...r, scenario: `${r.scenario} (run ${i + 1} ${label})` })));
+      }
+    } finally {
+      if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     }
     return rows;
   } finally {
