@@ -518,10 +518,10 @@ export class ActorHost {
 
   /**
    * Has a rebuilt queue's ready jobs counted, not waited for: the count only makes the actor's bookkeeping exact.
-   * Asked once its window is read, so that the read the first claim waits for runs alone, and before its first
-   * message runs, so that the count's snapshot comes before any write of the actor lands (sent first, it starts
-   * first in practice; nothing orders the two connections, and QueueActor.counted says what holds if it does not).
-   * The counts that can wait their turn (later) wait for it.
+   * Asked once its window's first slice is read, so that the read the first claim waits for runs alone, and before
+   * its first message runs, so that the count's snapshot comes before any write of the actor lands (sent first, it
+   * starts first in practice; nothing orders the two connections, and QueueActor.counted says what holds if it does
+   * not). The counts that can wait their turn (later) wait for it.
    */
   private countReady(key: string, live: Live, actor: QueueActor): void {
     if (!actor.estimating || this.actors.get(key) !== live) return;
