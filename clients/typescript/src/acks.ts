@@ -28,6 +28,11 @@
 // held). Otherwise the LEASE_EXPIRED stands (`leaseLost`). If the read fails too, the outcome is unknown and the
 // report rejects with the read's error (the worker emits `error`). JOB_CANCELLED and NOT_FOUND are never the
 // echo of our own completion and stand as they are.
+//
+// The same rule for a retried fail (both transports: failEcho). A fail leaves no `completed` to look for: the job
+// is read back whole (GET /api/v1/jobs/{id}) and the fail counts as landed when the error history's entry for this
+// attempt (`attempt` = the retry_count the job was claimed with + 1) holds our message. Only two things write that
+// entry: the lease holder's fail, and the lease running out, which writes `lease expired`.
 import type { SluiceClient } from './client.js';
 import { errorFromResponse, LeaseExpiredError, SluiceError } from './errors.js';
 import type { RetryEvent } from './http.js';
@@ -206,6 +211,22 @@ export class AckBatcher {
       else p.reject(err);
     }
   }
+}
+
+/**
+ * A fail sent more than once and answered `err`: the status the first landing left the job in (`scheduled` or
+ * `deadletter`; null when the job has moved on since), or `err` rethrown when the fail did not land (see the rule
+ * above). The history's first entry for the attempt is the one that counts: a job revived from the dead-letter
+ * queue starts its attempts again.
+ */
+export async function failEcho(client: SluiceClient, job: Job<never>, error: string, err: unknown): Promise<string | null> {
+  if (!isPlainLeaseExpired(err)) throw err;
+  const claimed = job.retry_count ?? 0;
+  const now = await client.jobs.get(job.id);
+  if (now.errors.find((e) => e.attempt === claimed + 1)?.error !== error) throw err;
+  if (now.status === 'scheduled' && now.retry_count === claimed + 1) return 'scheduled';
+  if (now.status === 'deadletter' && now.retry_count === claimed) return 'deadletter';
+  return null;
 }
 
 /** LEASE_EXPIRED itself (not JOB_CANCELLED, its subclass: a cancel is never the echo of our completion). */

@@ -19,8 +19,8 @@
 // Stopping: a half-close would still let the service's poll in flight claim jobs for us, so the stream is
 // cancelled instead (jobs the service claims after a cancel are put back at once). Acks in flight are waited
 // for first; outcomes reported after the cancel, and after a broken stream, go by the unary RPCs. A broken
-// stream is reopened with backoff. A complete sent again so may find its job completed by the stream's own
-// unacknowledged attempt and be answered LEASE_EXPIRED: it is then read back, by the rule of acks.ts.
+// stream is reopened with backoff. A complete or fail sent again so may find its job completed (or failed) by the
+// stream's own unacknowledged attempt and be answered LEASE_EXPIRED: it is then read back, by the rules of acks.ts.
 //
 // Unary calls have a deadline, the client's `timeoutMs` (REST's per-attempt timeout): a connection that is up but
 // silent (a middlebox that drops what the service sends) would otherwise hold a report, and close(), forever. A call
@@ -46,6 +46,7 @@ import { ERROR_CLASSES, LeaseExpiredError, SluiceError, UnknownApiError, Connect
 import { backoff, sleep } from './http.js';
 import type { Job, JobStatus } from './types.js';
 import { CLAIM_LINGER_MS, claimThreshold } from './claiming.js';
+import { failEcho } from './acks.js';
 import type { Transport, TransportHost } from './worker.js';
 
 const PROTO_PATH = fileURLToPath(new URL('../proto/queue/v1/queue.proto', import.meta.url));
@@ -342,7 +343,20 @@ export class GrpcTransport implements Transport {
 
   async fail(job: Job<never>, error: string, retryable: boolean, giveBack = false): Promise<string | null> {
     const req: Pb = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', error, ...(retryable ? {} : { retryable: false }) };
-    const ack = await this.op('fail', req, () => this.unary('Fail', req, { once: giveBack }).then((fail) => ({ fail })));
+    // Sent more than once, a LEASE_EXPIRED may be the echo of our own fail, as for complete (acks.ts).
+    let resent = false;
+    const once = () =>
+      this.unary('Fail', req, { once: giveBack, resent: () => (resent = true) }).then(
+        (fail) => ({ fail }),
+        async (err) => {
+          if (!resent) throw err;
+          return { fail: { status: (await failEcho(this.host.client, job, error, err)) ?? '' } };
+        },
+      );
+    const ack = await this.op('fail', req, once, () => {
+      resent = true;
+      return once();
+    });
     const reply = ack.fail as Pb | undefined;
     return typeof reply?.status === 'string' && reply.status !== '' ? reply.status : null;
   }

@@ -27,7 +27,7 @@ import { hostname as osHostname } from 'node:os';
 import type { SluiceClient } from './client.js';
 import { TypedEmitter } from './emitter.js';
 import { JobCancelledError, LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
-import { AckBatcher } from './acks.js';
+import { AckBatcher, failEcho } from './acks.js';
 import { CLAIM_LANES, CLAIM_LINGER_MS, claimThreshold } from './claiming.js';
 import { backoff, sleep } from './http.js';
 import type { AckClaim, Job, JsonObject } from './types.js';
@@ -851,9 +851,20 @@ class HttpTransport implements Transport {
     return this.acks.complete(job, result);
   }
 
+  /** Sent more than once (a retry), a LEASE_EXPIRED may be the echo of our own fail: read back (acks.ts). */
   async fail(job: Job<never>, error: string, retryable: boolean): Promise<string | null> {
-    const r = await this.host.client.jobs.fail(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, error, retryable });
-    return r.status;
+    let resent = false;
+    try {
+      const r = await this.host.client.jobs.fail(
+        job.id,
+        { worker_id: this.host.workerId, lease_id: job.lease_id!, error, retryable },
+        { onRetry: (e) => void (e.error.code !== 'RATE_LIMITED' && (resent = true)) },
+      );
+      return r.status;
+    } catch (err) {
+      if (!resent) throw err;
+      return failEcho(this.host.client, job, error, err);
+    }
   }
 
   async renew(job: Job<never>, leaseSeconds: number | undefined): Promise<void> {
