@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { ConnectionError, SluiceClient, Worker, type Job } from '../clients/typescript/src/index.js';
+import { ConnectionError, SluiceClient, Worker, type Job, type RetryEvent } from '../clients/typescript/src/index.js';
 import { GrpcTransport } from '../clients/typescript/src/grpc.js';
 import type { TransportHost } from '../clients/typescript/src/worker.js';
 import { ManualClock } from '../src/clock.js';
@@ -620,7 +620,14 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     const queue = 'g-silent-unary';
     const relay = new GrpcRelay(n.node.grpcPort);
     await relay.open();
-    const quick = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, timeoutMs: 300, retry: { retries: 1, baseDelayMs: 20 } });
+    const retries: RetryEvent[] = [];
+    const quick = new SluiceClient({
+      url: n.node.url,
+      apiKey: n.node.bootstrapKey!,
+      timeoutMs: 300,
+      retry: { retries: 1, baseDelayMs: 20 },
+      onRetry: (e) => retries.push(e),
+    });
     await enqueue(client, queue, [{}]);
     const [job] = await client.jobs.claim({ queue_name: queue, worker_id: 'g-silent', limit: 1 });
     assert.ok(job);
@@ -655,6 +662,11 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     assert.equal(outcome.code, 'TIMEOUT');
     assert.ok(outcome.retryable, 'retryable, as a REST request past its timeout');
     assert.equal(completes, 2, 'the complete and its retry reached the node');
+    // The client's onRetry hook hears of the retry as it does of a REST one.
+    assert.deepEqual(
+      retries.map((e) => [e.method, e.path, e.attempt, e.error.code, e.delayMs >= 0]),
+      [['POST', '/queue.v1.QueueService/Complete', 1, 'TIMEOUT', true]],
+    );
   });
 
   // The fail reaches the node and is done; its answer is lost (the relay muted, then every connection reset): the

@@ -25,7 +25,8 @@
 // Unary calls have a deadline, the client's `timeoutMs` (REST's per-attempt timeout): a connection that is up but
 // silent (a middlebox that drops what the service sends) would otherwise hold a report, and close(), forever. A call
 // past its deadline fails as a REST request past its timeout does (ConnectionError, code TIMEOUT), and is retried
-// as REST retries a report (http.ts: transient failures, `retry.retries` times, the same backoff), except a job
+// as REST retries a report (http.ts: transient failures, `retry.retries` times, the same backoff, the client's
+// `onRetry` told of each retry with the call's HTTP/2 path, e.g. POST /queue.v1.QueueService/Fail), except a job
 // given back at close, which is tried once so that close() is bounded (docs: clients/typescript/README.md).
 // Within its deadline a call waits for the channel to connect (waitForReady): after a failed connection attempt
 // grpc-js waits out a reconnect backoff (1 s, growing), and a call not waiting would fail at once ("No connection
@@ -300,9 +301,9 @@ export class GrpcTransport implements Transport {
   }
 
   /**
-   * A unary call retried as REST retries a report (HttpCore's rule and the client's `retry` options). `resent`
-   * hears of each attempt after the first but those after a RATE_LIMITED (refused unseen): an earlier one may
-   * have done the work. `once`: a single attempt.
+   * A unary call retried as REST retries a report (HttpCore's rule, the client's `retry` options and its `onRetry`
+   * hook, told the call's HTTP/2 method and path). `resent` hears of each attempt after the first but those after
+   * a RATE_LIMITED (refused unseen): an earlier one may have done the work. `once`: a single attempt.
    */
   private async unary(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb, opts: { once?: boolean; resent?: () => void } = {}): Promise<Pb> {
     const http = this.host.client.http;
@@ -313,6 +314,7 @@ export class GrpcTransport implements Transport {
         if (opts.once || !(err instanceof SluiceError) || attempt >= http.retries) throw err;
         const delay = http.retryDelay(err, attempt);
         if (delay === null) throw err;
+        http.onRetry?.({ method: 'POST', path: `/queue.v1.QueueService/${method}`, attempt: attempt + 1, delayMs: delay, error: err });
         if (err.code !== 'RATE_LIMITED') opts.resent?.();
         await sleep(delay, this.closeCtl.signal).catch(() => Promise.reject(err));
       }

@@ -79,7 +79,8 @@ export class HttpCore {
   private readonly retry: Required<RetryOptions>;
   private readonly fetchImpl: typeof fetch;
   private readonly extraHeaders: Record<string, string>;
-  private readonly onRetry: ((e: RetryEvent) => void) | undefined;
+  /** The client's hook, called before each automatic retry (the gRPC worker's unary calls call it too). */
+  readonly onRetry: ((e: RetryEvent) => void) | undefined;
 
   constructor(opts: HttpOptions) {
     let base: URL | null = null;
