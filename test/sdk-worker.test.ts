@@ -1,7 +1,8 @@
 // The SDK's worker runner against a real node: concurrency is a hard cap, a handler three times as long as its
 // lease completes once (renewals), a lease lost mid-handler aborts the signal and its late outcome is not
 // counted, SIGTERM with 10 jobs in flight finishes them, claims nothing more and deregisters (a real child
-// process), an UnrecoverableError dead-letters at once, and the gRPC transport (ProcessJobs) processes jobs.
+// process), an UnrecoverableError dead-letters at once, the gRPC transport (ProcessJobs) processes jobs, and a
+// close() whose grace ends with a complete in flight does not give that job back (both transports).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -341,4 +342,72 @@ describe('worker runner: a lost lease', { skip: CLIENT_SUITE_SKIP }, () => {
     assert.equal(job.retry_count, 1);
     assert.equal(job.errors[0]!.error, 'lease expired');
   });
+});
+
+/** Puts `around` in front of the node's queue actors (its pool.ask) for the asks about `queue`; returns the undo. */
+function aroundAsks(n: TestNode, queue: string, around: (op: string, ask: () => Promise<unknown>) => Promise<unknown>): () => void {
+  const pool = n.node.pool;
+  const ask = pool.ask;
+  pool.ask = ((o: string, q: string, op: string, args: unknown) => {
+    const real = () => (ask as (...a: unknown[]) => Promise<unknown>).call(pool, o, q, op, args);
+    return q === queue ? around(op, real) : real();
+  }) as typeof pool.ask;
+  return () => void (pool.ask = ask);
+}
+
+describe('worker runner: close() with a report in flight', { skip: CLIENT_SUITE_SKIP }, () => {
+  let n: TestNode;
+  let client: SluiceClient;
+  before(async () => {
+    n = await startTestNode();
+    client = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey! });
+  });
+  after(() => n.stop());
+
+  // The handler returns once close() has begun, and the queue's actor holds its complete until a fail of the
+  // queue is answered (the give-back that would race it) or for a second, past the grace: the report is in flight
+  // when the grace ends.
+  for (const transport of ['http', 'grpc'] as const) {
+    test(`a job whose complete is in flight when the grace ends is not given back: it ends completed (${transport})`, async () => {
+      const queue = `w-close-report-${transport}`;
+      const [id] = await enqueueMany(client, queue, 1);
+      let failAnswered!: () => void;
+      const failed = new Promise<void>((resolve) => (failAnswered = resolve));
+      let completes = 0;
+      const restore = aroundAsks(n, queue, (op, ask) => {
+        if (op === 'fail') return ask().finally(failAnswered);
+        if (op !== 'complete' && op !== 'completeMany') return ask();
+        completes++;
+        return Promise.race([failed, sleep(1000)]).then(ask);
+      });
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const events: string[] = [];
+      const worker = new Worker(
+        client,
+        queue,
+        async () => {
+          await gate;
+          return 'done';
+        },
+        { pollWaitMs: 1000, transport, grpc: { address: `127.0.0.1:${n.node.grpcPort}` } },
+      );
+      for (const event of ['completed', 'failed', 'leaseLost'] as const) worker.on(event, () => events.push(event));
+      worker.on('error', () => {});
+      try {
+        await until(() => worker.active === 1, 10_000, 'the job to start');
+        const closed = worker.close({ graceMs: 300 });
+        release();
+        await until(() => completes > 0, 5_000, 'the complete at the node');
+        await closed;
+      } finally {
+        restore();
+        await worker.close();
+      }
+      await until(async () => (await client.jobs.get(id!)).status !== 'processing', 10_000, 'the job to leave processing');
+      const job = await client.jobs.get(id!);
+      assert.deepEqual([job.status, job.result, job.errors], ['completed', 'done', []]);
+      assert.ok(!events.includes('failed') && !events.includes('leaseLost'), `events: ${events.join(', ')}`);
+    });
+  }
 });

@@ -637,11 +637,12 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   }
 
   /**
-   * Jobs still held after the grace (running, or prefetched and never started): signal them, and hand them back
-   * so they are retried soon.
+   * Jobs still held after the grace whose handler has not returned (running, or prefetched and never started):
+   * signal them, and hand them back so they are retried soon. A job whose handler has returned is left to its
+   * report, in flight or about to be: a give-back would race it, and landing first would undo a completion.
    */
   private async abandonRunning(): Promise<void> {
-    const left = [...this.running.values()];
+    const left = [...this.running.values()].filter((r) => !r.handled);
     await Promise.all(
       left.map(async (r) => {
         r.abandoned = true;
