@@ -1,8 +1,9 @@
 // The SDK's worker runner against a real node: concurrency is a hard cap, a handler three times as long as its
 // lease completes once (renewals), a lease lost mid-handler aborts the signal and its late outcome is not
 // counted, SIGTERM with 10 jobs in flight finishes them, claims nothing more and deregisters (a real child
-// process), an UnrecoverableError dead-letters at once, the gRPC transport (ProcessJobs) processes jobs, and a
-// close() whose grace ends with a complete in flight does not give that job back (both transports).
+// process), an UnrecoverableError dead-letters at once, the gRPC transport (ProcessJobs) processes jobs, a close()
+// whose grace ends with a complete in flight does not give that job back (both transports), and a close() over gRPC
+// waits for the stream's acks in flight within its grace.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -410,4 +411,35 @@ describe('worker runner: close() with a report in flight', { skip: CLIENT_SUITE_
       assert.ok(!events.includes('failed') && !events.includes('leaseLost'), `events: ${events.join(', ')}`);
     });
   }
+
+  // The complete went out on the stream; the queue's actor holds it, so its ack does not come. close() waits for
+  // the acks in flight within its grace, not for up to 5 s before it.
+  test('over gRPC, close() with an ack in flight returns within its short grace, not after a wait for the ack', async () => {
+    const queue = 'w-close-acks';
+    const [id] = await enqueueMany(client, queue, 1);
+    let completes = 0;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const restore = aroundAsks(n, queue, (op, ask) => {
+      if (op !== 'complete' && op !== 'completeMany') return ask();
+      completes++;
+      return released.then(ask);
+    });
+    const worker = new Worker(client, queue, () => 'done', { pollWaitMs: 1000, transport: 'grpc', grpc: { address: `127.0.0.1:${n.node.grpcPort}` } });
+    worker.on('error', () => {});
+    let took = Infinity;
+    try {
+      await until(() => completes === 1, 10_000, 'the complete at the node');
+      const started = Date.now();
+      await worker.close({ graceMs: 300 });
+      took = Date.now() - started;
+    } finally {
+      release();
+      restore();
+      await worker.close();
+    }
+    assert.ok(took < 2_500, `close() took ${took} ms`);
+    // The complete held at the node lands all the same.
+    await until(async () => (await client.jobs.get(id!)).status === 'completed', 10_000, 'the job completed');
+  });
 });

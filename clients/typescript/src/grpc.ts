@@ -18,9 +18,10 @@
 //
 // Stopping: a half-close would still let the service's poll in flight claim jobs for us, so the stream is
 // cancelled instead (jobs the service claims after a cancel are put back at once). Acks in flight are waited
-// for first; outcomes reported after the cancel, and after a broken stream, go by the unary RPCs. A broken
-// stream is reopened with backoff. A complete or fail sent again so may find its job completed (or failed) by the
-// stream's own unacknowledged attempt and be answered LEASE_EXPIRED: it is then read back, by the rules of acks.ts.
+// for first (within close()'s grace, and 5 s at most); outcomes reported after the cancel, and after a broken
+// stream, go by the unary RPCs. A broken stream is reopened with backoff. A complete or fail sent again so may
+// find its job completed (or failed) by the stream's own unacknowledged attempt and be answered LEASE_EXPIRED: it
+// is then read back, by the rules of acks.ts.
 //
 // Unary calls have a deadline, the client's `timeoutMs` (REST's per-attempt timeout): a connection that is up but
 // silent (a middlebox that drops what the service sends) would otherwise hold a report, and close(), forever. A call
@@ -52,7 +53,7 @@ import type { Transport, TransportHost } from './worker.js';
 
 const PROTO_PATH = fileURLToPath(new URL('../proto/queue/v1/queue.proto', import.meta.url));
 const LOADER_OPTIONS = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true } as const;
-/** How long a stop waits for acks in flight before cancelling the stream anyway. */
+/** How long a stop waits for acks in flight before cancelling the stream anyway (less if close()'s grace ends). */
 const ACK_DRAIN_MS = 5_000;
 /** Defaults of `grpc.keepaliveMs` and `grpc.keepaliveTimeoutMs`: a silent connection is dropped within ~30 s. */
 export const KEEPALIVE_MS = 20_000;
@@ -250,7 +251,7 @@ export class GrpcTransport implements Transport {
     });
   }
 
-  async stopClaiming(): Promise<void> {
+  async stopClaiming(grace?: AbortSignal): Promise<void> {
     if (!this.claiming) return;
     this.claiming = false;
     this.stopCtl.abort();
@@ -259,7 +260,7 @@ export class GrpcTransport implements Transport {
     const stream = this.stream;
     if (!stream) return;
     const deadline = Date.now() + ACK_DRAIN_MS;
-    while (this.acks.size > 0 && Date.now() < deadline && this.stream === stream) await sleep(20);
+    while (this.acks.size > 0 && Date.now() < deadline && !grace?.aborted && this.stream === stream) await sleep(20);
     if (this.stream === stream) {
       this.stream = null;
       for (const a of this.acks.values()) a.unary().then(a.resolve, a.reject);

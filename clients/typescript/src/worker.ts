@@ -147,8 +147,11 @@ export interface Transport {
   start(): void;
   /** A slot became free. */
   wake(): void;
-  /** Stop claiming now; resolves once no claim in flight can deliver more jobs. */
-  stopClaiming(): Promise<void>;
+  /**
+   * Stop claiming now; resolves once no claim in flight can deliver more jobs. `grace` aborts when close()'s grace
+   * ends: gRPC waits for the acks in flight on its stream until then at the latest.
+   */
+  stopClaiming(grace?: AbortSignal): Promise<void>;
   complete(job: Job<never>, result: unknown): Promise<void>;
   /**
    * The status the job went to (`scheduled` or `deadletter`), when known. `giveBack`: a job handed back at close,
@@ -607,19 +610,27 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     const wasStarting = this.state === 'starting' || this.state === 'idle';
     this.state = 'closing';
     if (wasStarting) this.stopCtl.abort();
+    // The grace runs from here, and what close() waits for before giving jobs back counts against it: the acks in
+    // flight on a gRPC stream, the handlers and their reports. A second signal ends it at once.
+    const grace = new AbortController();
+    const graceTimer = setTimeout(() => grace.abort(), graceMs);
+    const hurry = () => grace.abort();
+    this.hurryCtl.signal.addEventListener('abort', hurry, { once: true });
     try {
       if (this.startPromise) await this.startPromise.catch(() => {});
-      await this.transport?.stopClaiming();
-      if (this.running.size > 0) {
+      await this.transport?.stopClaiming(grace.signal);
+      if (this.running.size > 0 && !grace.signal.aborted) {
         const drained = new Promise<void>((resolve) => (this.drained = resolve));
-        const grace = sleep(graceMs, this.hurryCtl.signal).catch(() => {});
-        await Promise.race([drained, grace]);
+        const over = new Promise<void>((resolve) => grace.signal.addEventListener('abort', () => resolve(), { once: true }));
+        await Promise.race([drained, over]);
       }
       await this.abandonRunning();
       await this.transport?.close();
     } catch (err) {
       this.emit('error', err, 'close');
     } finally {
+      clearTimeout(graceTimer);
+      this.hurryCtl.signal.removeEventListener('abort', hurry);
       this.stopCtl.abort();
       clearInterval(this.heartbeatTimer);
       if (this.registered) {
@@ -735,6 +746,7 @@ class HttpTransport implements Transport {
     });
   }
 
+  /** The claim loop ends promptly (its long poll abandoned): no wait to bound by the grace. */
   async stopClaiming(): Promise<void> {
     this.idle.abort();
     this.wakeUp?.();
