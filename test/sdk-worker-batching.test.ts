@@ -756,7 +756,7 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
 
   // A unary call made while the channel waits out grpc-js's reconnect backoff (the node was unreachable, a connection
   // attempt failed) waits for the channel within its deadline instead of failing at once "No connection
-  // established". One attempt (retries 0, as a give-back at close): no retry carries it past the backoff.
+  // established". One attempt (retries 0): no retry carries it past the backoff.
   test('a unary call made during the reconnect backoff waits for the channel within its deadline', async () => {
     const queue = 'g-backoff-unary';
     const relay = new GrpcRelay(n.node.grpcPort);

@@ -27,8 +27,9 @@
 // silent (a middlebox that drops what the service sends) would otherwise hold a report, and close(), forever. A call
 // past its deadline fails as a REST request past its timeout does (ConnectionError, code TIMEOUT), and is retried
 // as REST retries a report (http.ts: transient failures, `retry.retries` times, the same backoff, the client's
-// `onRetry` told of each retry with the call's HTTP/2 path, e.g. POST /queue.v1.QueueService/Fail), except a job
-// given back at close, which is tried once so that close() is bounded (docs: clients/typescript/README.md).
+// `onRetry` told of each retry with the call's HTTP/2 path, e.g. POST /queue.v1.QueueService/Fail). So that
+// close() is bounded, the calls still unanswered when its grace ends are cancelled (endReports), and a job given
+// back at close is retried only within the bound close() gives it (docs: clients/typescript/README.md).
 // Within its deadline a call waits for the channel to connect (waitForReady): after a failed connection attempt
 // grpc-js waits out a reconnect backoff (1 s, growing), and a call not waiting would fail at once ("No connection
 // established"), so a report re-sent just after an outage would spend its retries before the node is reachable.
@@ -63,9 +64,9 @@ type Pb = Record<string, unknown>;
 type Callback = (err: GrpcJs.ServiceError | null, res: Pb) => void;
 interface QueueClient extends GrpcJs.Client {
   ProcessJobs(md: GrpcJs.Metadata): GrpcJs.ClientDuplexStream<Pb, Pb>;
-  Complete(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): void;
-  Fail(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): void;
-  RenewLease(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): void;
+  Complete(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): GrpcJs.ClientUnaryCall;
+  Fail(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): GrpcJs.ClientUnaryCall;
+  RenewLease(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): GrpcJs.ClientUnaryCall;
 }
 
 interface Ack {
@@ -108,8 +109,11 @@ export class GrpcTransport implements Transport {
   private failures = 0;
   private reopening: Promise<void> | null = null;
   private readonly stopCtl = new AbortController();
-  /** Aborts the waits between a unary call's attempts once the transport is closed (its channel is gone). */
-  private readonly closeCtl = new AbortController();
+  /**
+   * Aborts the reports still unanswered (unary calls, their waits between attempts, their read-backs) when
+   * close()'s grace ends, or the transport is closed (its channel gone).
+   */
+  private readonly reports = new AbortController();
   private wakeScheduled = false;
   private linger: NodeJS.Timeout | null = null;
   private readonly threshold: number;
@@ -288,36 +292,44 @@ export class GrpcTransport implements Transport {
   /**
    * One attempt, bounded by the client's timeoutMs (its REST per-attempt timeout), within which it waits for the
    * channel to connect rather than fail at once during grpc-js's reconnect backoff (see the top of this file).
+   * `signal` cancels it, and it fails with the signal's reason.
    */
-  private call(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb): Promise<Pb> {
+  private call(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb, signal: AbortSignal): Promise<Pb> {
     const ms = this.host.client.http.timeoutMs;
-    return new Promise((resolve, reject) =>
-      this.client[method](req, this.metadata(true), { deadline: Date.now() + ms }, (err, res) => {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const call = this.client[method](req, this.metadata(true), { deadline: Date.now() + ms }, (err, res) => {
+        signal.removeEventListener('abort', cancel);
         if (!err) resolve(res);
+        else if (signal.aborted) reject(signal.reason);
         else if (err.code === this.grpc.status.DEADLINE_EXCEEDED) {
           reject(new ConnectionError(`gRPC ${method}: timed out after ${ms} ms`, { cause: err, timedOut: true }));
         } else reject(grpcError(err.code, err.details ?? err.message));
-      }),
-    );
+      });
+      const cancel = () => call.cancel();
+      signal.addEventListener('abort', cancel, { once: true });
+    });
   }
 
   /**
    * A unary call retried as REST retries a report (HttpCore's rule, the client's `retry` options and its `onRetry`
    * hook, told the call's HTTP/2 method and path). `resent` hears of each attempt after the first but those after
-   * a RATE_LIMITED (refused unseen): an earlier one may have done the work. `once`: a single attempt.
+   * a RATE_LIMITED (refused unseen): an earlier one may have done the work. `signal` ends it (with its reason),
+   * the transport's reports signal by default.
    */
-  private async unary(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb, opts: { once?: boolean; resent?: () => void } = {}): Promise<Pb> {
+  private async unary(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb, opts: { signal?: AbortSignal; resent?: () => void } = {}): Promise<Pb> {
     const http = this.host.client.http;
+    const signal = opts.signal ?? this.reports.signal;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.call(method, req);
+        return await this.call(method, req, signal);
       } catch (err) {
-        if (opts.once || !(err instanceof SluiceError) || attempt >= http.retries) throw err;
+        if (signal.aborted || !(err instanceof SluiceError) || attempt >= http.retries) throw err;
         const delay = http.retryDelay(err, attempt);
         if (delay === null) throw err;
         http.onRetry?.({ method: 'POST', path: `/queue.v1.QueueService/${method}`, attempt: attempt + 1, delayMs: delay, error: err });
         if (err.code !== 'RATE_LIMITED') opts.resent?.();
-        await sleep(delay, this.closeCtl.signal).catch(() => Promise.reject(err));
+        await sleep(delay, signal);
       }
     }
   }
@@ -339,21 +351,22 @@ export class GrpcTransport implements Transport {
    */
   private async echo(job: Job<never>, err: unknown): Promise<Pb> {
     if (!(err instanceof LeaseExpiredError) || err.code !== 'LEASE_EXPIRED') throw err;
-    const [line] = await this.host.client.jobs.status([job.id]);
+    const [line] = await this.host.client.jobs.status([job.id], { signal: this.reports.signal });
     if (line?.status === 'completed' && line.retry_count === (job.retry_count ?? 0)) return {};
     throw err;
   }
 
-  async fail(job: Job<never>, error: string, retryable: boolean, giveBack = false): Promise<string | null> {
+  async fail(job: Job<never>, error: string, retryable: boolean, giveBack?: AbortSignal): Promise<string | null> {
     const req: Pb = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', error, ...(retryable ? {} : { retryable: false }) };
+    const signal = giveBack ?? this.reports.signal;
     // Sent more than once, a LEASE_EXPIRED may be the echo of our own fail, as for complete (acks.ts).
     let resent = false;
     const once = () =>
-      this.unary('Fail', req, { once: giveBack, resent: () => (resent = true) }).then(
+      this.unary('Fail', req, { signal, resent: () => (resent = true) }).then(
         (fail) => ({ fail }),
         async (err) => {
           if (!resent) throw err;
-          return { fail: { status: (await failEcho(this.host.client, job, error, err)) ?? '' } };
+          return { fail: { status: (await failEcho(this.host.client, job, error, err, signal)) ?? '' } };
         },
       );
     const ack = await this.op('fail', req, once, () => {
@@ -373,14 +386,20 @@ export class GrpcTransport implements Transport {
   async progress(job: Job<never>, progress: number, message: string | null, data: unknown): Promise<void> {
     const req = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', progress, message: message ?? '', data: toValue(data) };
     const rest = () =>
-      this.host.client.jobs.progress(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, progress, message, data }).then(() => ({}));
+      this.host.client.jobs
+        .progress(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, progress, message, data }, { signal: this.reports.signal })
+        .then(() => ({}));
     await this.op('progress', req, rest);
+  }
+
+  endReports(reason: unknown): void {
+    this.reports.abort(reason);
   }
 
   async close(): Promise<void> {
     await this.stopClaiming();
     await this.reopening;
-    this.closeCtl.abort();
+    this.endReports(new ConnectionError('gRPC: the worker transport is closed'));
     this.client.close();
   }
 }
