@@ -1,16 +1,16 @@
 // The SDK worker's fast path over REST, against a real node: completions go out as batch acknowledgements
 // (POST /api/v1/jobs/complete) and claims carry several jobs, counted by the node itself (/metrics); concurrency
 // stays a hard cap; a stale item inside a batch is that job's leaseLost only; a batch whose answer was lost and
-// that was sent again is not taken for lost leases (the rule in clients/typescript/src/acks.ts); over gRPC, the
-// claim goes out with the completes, for the slots they free, before their acks, and a stream broken meanwhile is
-// reopened without claiming beyond the free slots; on a connection that is up but silent, a unary call ends at its
-// deadline and close() returns, a stream is broken by the worker's keepalive, and the node's own keepalive ends
-// the streams of a client gone silent; and the optional prefetch holds claimed jobs beyond the concurrency without
-// running more handlers at once.
+// that was sent again is not taken for lost leases (the rule in clients/typescript/src/acks.ts), nor is a fail
+// sent again, over REST or a gRPC unary call; over gRPC, the claim goes out with the completes, for the slots they
+// free, before their acks, and a stream broken meanwhile is reopened without claiming beyond the free slots; on a
+// connection that is up but silent, a unary call ends at its deadline and close() returns, a stream is broken by
+// the worker's keepalive, and the node's own keepalive ends the streams of a client gone silent; and the optional
+// prefetch holds claimed jobs beyond the concurrency without running more handlers at once.
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { ConnectionError, SluiceClient, Worker, type Job } from '../clients/typescript/src/index.js';
+import { ConnectionError, SluiceClient, Worker, type Job, type RetryEvent } from '../clients/typescript/src/index.js';
 import { GrpcTransport } from '../clients/typescript/src/grpc.js';
 import type { TransportHost } from '../clients/typescript/src/worker.js';
 import { ManualClock } from '../src/clock.js';
@@ -316,33 +316,38 @@ describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUIT
   after(() => n.stop());
 
   /**
-   * Five jobs held by a worker of concurrency 5 whose handlers wait for `gate`; job 2 has a 5 s lease (its
-   * timeout), the others 60 s. No renewal runs before the gate opens (the period is a minute), so advancing the
-   * node's clock 6 s makes job 2's lease stale and no other.
+   * Five jobs held by a worker of concurrency 5 whose handlers wait for `gate` (then throw, with `fail`); job 2 has
+   * a 5 s lease (its timeout), the others 60 s. No renewal runs before the gate opens (the period is a minute), so
+   * advancing the node's clock 6 s makes job 2's lease stale and no other.
    */
-  async function fiveHeld(queue: string, c: SluiceClient) {
+  async function fiveHeld(queue: string, c: SluiceClient, fail = false) {
     const ids = await enqueue(client, queue, [0, 1, 2, 3, 4].map((i) => ({ timeout_seconds: i === 2 ? 5 : 60 })));
     let gate!: () => void;
     const open = new Promise<void>((resolve) => (gate = resolve));
     const lost: string[] = [];
     const completed: Array<[string, number]> = [];
+    const failed: Array<[string, string | null]> = [];
     const errors: unknown[] = [];
     const worker = new Worker(
       c,
       queue,
       async (_job: Job, ctx) => {
-        if (ctx.attempt === 1) await open;
+        if (ctx.attempt === 1) {
+          await open;
+          if (fail) throw new Error('the first attempt fails');
+        }
         return ctx.attempt;
       },
       { concurrency: 5, pollWaitMs: 500, heartbeatIntervalMs: 60_000 },
     );
     worker.on('leaseLost', (job) => lost.push(job.id));
     worker.on('completed', (job, attempt) => completed.push([job.id, attempt as number]));
+    worker.on('failed', (job, _err, status) => failed.push([job.id, status]));
     worker.on('error', (err) => errors.push(err));
     await until(() => worker.active === 5, 10_000, 'five jobs running');
     await clock.advance(6_000);
     await until(async () => (await client.jobs.get(ids[2]!)).retry_count === 1, 10_000, "job 2's lease to run out");
-    return { ids, gate, lost, completed, errors, worker };
+    return { ids, gate, lost, completed, failed, errors, worker };
   }
 
   test('a stale item inside a batch fires leaseLost for that job only; the others of the batch complete', async () => {
@@ -386,6 +391,39 @@ describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUIT
     assert.deepEqual(lost, [ids[2]], 'only the job whose lease really ran out');
     assert.deepEqual(completed.filter(([, a]) => a === 1).map(([id]) => id).sort(), ids.filter((_, i) => i !== 2).sort());
     assert.deepEqual(errors, []);
+  });
+
+  test('a fail whose answer was lost is sent again: the fails that landed are not lost leases, a truly stale one is', async () => {
+    const dropped = new Set<string>();
+    const c = clientThrough(n, async (url, _init, send) => {
+      const res = await send();
+      const id = /^\/api\/v1\/jobs\/([^/]+)\/fail$/.exec(url.pathname)?.[1];
+      if (id && !dropped.has(id)) {
+        // The service did the work (or refused it); its answer never arrives.
+        dropped.add(id);
+        await res.arrayBuffer();
+        throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+      }
+      return res;
+    });
+    const { ids, gate, lost, completed, failed, errors, worker } = await fiveHeld('b-fail-resent', c, true);
+    try {
+      gate();
+      await until(() => failed.length === 4 && lost.length === 1 && completed.length === 1, 10_000, 'four fails, one lost lease, its retry completed');
+    } finally {
+      await worker.close();
+    }
+    assert.equal(dropped.size, 5);
+    assert.deepEqual(lost, [ids[2]], 'only the job whose lease really ran out');
+    const others = ids.filter((_, i) => i !== 2);
+    assert.deepEqual(failed.map(([id]) => id).sort(), [...others].sort());
+    assert.ok(failed.every(([, status]) => status === 'scheduled'), `statuses read back: ${JSON.stringify(failed)}`);
+    assert.deepEqual(completed, [[ids[2], 2]]);
+    assert.deepEqual(errors, []);
+    for (const id of others) {
+      const job = await client.jobs.get(id);
+      assert.deepEqual([job.status, job.retry_count, job.errors.map((e) => [e.attempt, e.error])], ['scheduled', 1, [[1, 'the first attempt fails']]]);
+    }
   });
 });
 
@@ -582,7 +620,14 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     const queue = 'g-silent-unary';
     const relay = new GrpcRelay(n.node.grpcPort);
     await relay.open();
-    const quick = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, timeoutMs: 300, retry: { retries: 1, baseDelayMs: 20 } });
+    const retries: RetryEvent[] = [];
+    const quick = new SluiceClient({
+      url: n.node.url,
+      apiKey: n.node.bootstrapKey!,
+      timeoutMs: 300,
+      retry: { retries: 1, baseDelayMs: 20 },
+      onRetry: (e) => retries.push(e),
+    });
     await enqueue(client, queue, [{}]);
     const [job] = await client.jobs.claim({ queue_name: queue, worker_id: 'g-silent', limit: 1 });
     assert.ok(job);
@@ -617,6 +662,57 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     assert.equal(outcome.code, 'TIMEOUT');
     assert.ok(outcome.retryable, 'retryable, as a REST request past its timeout');
     assert.equal(completes, 2, 'the complete and its retry reached the node');
+    // The client's onRetry hook hears of the retry as it does of a REST one.
+    assert.deepEqual(
+      retries.map((e) => [e.method, e.path, e.attempt, e.error.code, e.delayMs >= 0]),
+      [['POST', '/queue.v1.QueueService/Complete', 1, 'TIMEOUT', true]],
+    );
+  });
+
+  // The fail reaches the node and is done; its answer is lost (the relay muted, then every connection reset): the
+  // retry is answered LEASE_EXPIRED, and the job read back shows our fail landed.
+  test('a unary fail whose answer was lost is retried, and its LEASE_EXPIRED read back as the fail that landed', async () => {
+    const queue = 'g-fail-echo';
+    const relay = new GrpcRelay(n.node.grpcPort);
+    await relay.open();
+    const c = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, retry: { baseDelayMs: 20 } });
+    const [id] = await enqueue(client, queue, [{}]);
+    const [job] = await client.jobs.claim({ queue_name: queue, worker_id: 'g-fail-echo', limit: 1 });
+    assert.ok(job);
+    const transport = await unaryTransport(c, queue, 'g-fail-echo', relay.port);
+    const pool = n.node.pool;
+    const ask = pool.ask;
+    let fails = 0;
+    let landed = false;
+    pool.ask = ((o: string, q: string, op: string, args: unknown) => {
+      const reply = (ask as (...a: unknown[]) => Promise<unknown>).call(pool, o, q, op, args);
+      if (q === queue && op === 'fail') {
+        fails++;
+        void reply.then(() => (landed = true), () => {});
+      }
+      return reply;
+    }) as typeof pool.ask;
+    let outcome: unknown = 'pending';
+    try {
+      await transport.renew(job as Job<never>, undefined);
+      relay.mute();
+      transport.fail(job as Job<never>, 'it broke', true).then(
+        (status) => (outcome = status),
+        (err: unknown) => (outcome = err),
+      );
+      await until(() => landed, 10_000, 'the fail done at the node');
+      relay.reset();
+      await until(() => outcome !== 'pending', 15_000, 'the fail to settle');
+    } finally {
+      pool.ask = ask;
+      relay.reset();
+      await transport.close();
+      await relay.close();
+    }
+    assert.equal(outcome, 'scheduled', `ended with ${String(outcome)}`);
+    assert.equal(fails, 2, 'the fail and its retry reached the node');
+    const after = await client.jobs.get(id!);
+    assert.deepEqual([after.status, after.errors.map((e) => e.error)], ['scheduled', ['it broke']]);
   });
 
   test('a silent connection: close() with jobs in hand returns, their give-backs ending at the deadline', async () => {
@@ -660,7 +756,7 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
 
   // A unary call made while the channel waits out grpc-js's reconnect backoff (the node was unreachable, a connection
   // attempt failed) waits for the channel within its deadline instead of failing at once "No connection
-  // established". One attempt (retries 0, as a give-back at close): no retry carries it past the backoff.
+  // established". One attempt (retries 0): no retry carries it past the backoff.
   test('a unary call made during the reconnect backoff waits for the channel within its deadline', async () => {
     const queue = 'g-backoff-unary';
     const relay = new GrpcRelay(n.node.grpcPort);

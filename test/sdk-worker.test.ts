@@ -1,12 +1,25 @@
 // The SDK's worker runner against a real node: concurrency is a hard cap, a handler three times as long as its
 // lease completes once (renewals), a lease lost mid-handler aborts the signal and its late outcome is not
 // counted, SIGTERM with 10 jobs in flight finishes them, claims nothing more and deregisters (a real child
-// process), an UnrecoverableError dead-letters at once, and the gRPC transport (ProcessJobs) processes jobs.
+// process), an UnrecoverableError dead-letters at once, the gRPC transport (ProcessJobs) processes jobs, a close()
+// whose grace ends with a complete in flight does not give that job back (both transports), a close() over gRPC
+// waits for the stream's acks in flight within its grace, and a close() facing a silent node returns within its
+// grace and the give-backs' bound, reporting what it could not settle.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { JobCancelledError, JobTimeoutError, LeaseLostError, SluiceClient, UnrecoverableError, Worker, WorkerShutdownError, type Job } from '../clients/typescript/src/index.js';
+import {
+  ConnectionError,
+  JobCancelledError,
+  JobTimeoutError,
+  LeaseLostError,
+  SluiceClient,
+  UnrecoverableError,
+  Worker,
+  WorkerShutdownError,
+  type Job,
+} from '../clients/typescript/src/index.js';
 import { ManualClock } from '../src/clock.js';
 import { CLIENT_SUITE_SKIP, ROOT, sleep, startTestNode, type TestNode } from './helpers.js';
 
@@ -340,5 +353,154 @@ describe('worker runner: a lost lease', { skip: CLIENT_SUITE_SKIP }, () => {
     assert.equal(job.result, 'second attempt');
     assert.equal(job.retry_count, 1);
     assert.equal(job.errors[0]!.error, 'lease expired');
+  });
+});
+
+/** Puts `around` in front of the node's queue actors (its pool.ask) for the asks about `queue`; returns the undo. */
+function aroundAsks(n: TestNode, queue: string, around: (op: string, ask: () => Promise<unknown>) => Promise<unknown>): () => void {
+  const pool = n.node.pool;
+  const ask = pool.ask;
+  pool.ask = ((o: string, q: string, op: string, args: unknown) => {
+    const real = () => (ask as (...a: unknown[]) => Promise<unknown>).call(pool, o, q, op, args);
+    return q === queue ? around(op, real) : real();
+  }) as typeof pool.ask;
+  return () => void (pool.ask = ask);
+}
+
+describe('worker runner: close() with a report in flight', { skip: CLIENT_SUITE_SKIP }, () => {
+  let n: TestNode;
+  let client: SluiceClient;
+  before(async () => {
+    n = await startTestNode();
+    client = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey! });
+  });
+  after(() => n.stop());
+
+  // The handler returns once close() has begun, and the queue's actor holds its complete until a fail of the
+  // queue is answered (the give-back that would race it) or for a second, past the grace: the report is in flight
+  // when the grace ends.
+  for (const transport of ['http', 'grpc'] as const) {
+    test(`a job whose complete is in flight when the grace ends is not given back: it ends completed (${transport})`, async () => {
+      const queue = `w-close-report-${transport}`;
+      const [id] = await enqueueMany(client, queue, 1);
+      let failAnswered!: () => void;
+      const failed = new Promise<void>((resolve) => (failAnswered = resolve));
+      let completes = 0;
+      const restore = aroundAsks(n, queue, (op, ask) => {
+        if (op === 'fail') return ask().finally(failAnswered);
+        if (op !== 'complete' && op !== 'completeMany') return ask();
+        completes++;
+        return Promise.race([failed, sleep(1000)]).then(ask);
+      });
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const events: string[] = [];
+      const worker = new Worker(
+        client,
+        queue,
+        async () => {
+          await gate;
+          return 'done';
+        },
+        { pollWaitMs: 1000, transport, grpc: { address: `127.0.0.1:${n.node.grpcPort}` } },
+      );
+      for (const event of ['completed', 'failed', 'leaseLost'] as const) worker.on(event, () => events.push(event));
+      worker.on('error', () => {});
+      try {
+        await until(() => worker.active === 1, 10_000, 'the job to start');
+        const closed = worker.close({ graceMs: 300 });
+        release();
+        await until(() => completes > 0, 5_000, 'the complete at the node');
+        await closed;
+      } finally {
+        restore();
+        await worker.close();
+      }
+      await until(async () => (await client.jobs.get(id!)).status !== 'processing', 10_000, 'the job to leave processing');
+      const job = await client.jobs.get(id!);
+      assert.deepEqual([job.status, job.result, job.errors], ['completed', 'done', []]);
+      assert.ok(!events.includes('failed') && !events.includes('leaseLost'), `events: ${events.join(', ')}`);
+    });
+  }
+
+  // The complete went out on the stream; the queue's actor holds it, so its ack does not come. close() waits for
+  // the acks in flight within its grace, not for up to 5 s before it, and reports the one it could not settle.
+  test('over gRPC, close() with an ack in flight returns within its short grace, not after a wait for the ack', async () => {
+    const queue = 'w-close-acks';
+    const [id] = await enqueueMany(client, queue, 1);
+    let completes = 0;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const restore = aroundAsks(n, queue, (op, ask) => {
+      if (op !== 'complete' && op !== 'completeMany') return ask();
+      completes++;
+      return released.then(ask);
+    });
+    const worker = new Worker(client, queue, () => 'done', { pollWaitMs: 1000, transport: 'grpc', grpc: { address: `127.0.0.1:${n.node.grpcPort}` } });
+    const errors: Array<[unknown, string]> = [];
+    worker.on('error', (err, context) => errors.push([err, context]));
+    let took = Infinity;
+    try {
+      await until(() => completes === 1, 10_000, 'the complete at the node');
+      const started = Date.now();
+      await worker.close({ graceMs: 300 });
+      took = Date.now() - started;
+    } finally {
+      release();
+      restore();
+      await worker.close();
+    }
+    assert.ok(took < 2_500, `close() took ${took} ms`);
+    // What close() could not settle is told, before it returns.
+    assert.deepEqual(
+      errors.map(([err, context]) => [context, err instanceof ConnectionError && err.code]),
+      [[`report of job ${id}`, 'TIMEOUT']],
+    );
+    // The complete held at the node lands all the same.
+    await until(async () => (await client.jobs.get(id!)).status === 'completed', 10_000, 'the job completed');
+  });
+
+  // The node never answers this worker's completes and fails (each attempt waits out the client's 1 s timeoutMs,
+  // and would be retried four times): close() returns after its grace and the give-backs' bound, and reports what it
+  // could not settle.
+  test('over REST, close() is bounded by its grace and the give-backs\' bound; what it could not settle is an error', async () => {
+    const queue = 'w-close-bound';
+    const ids = await enqueueMany(client, queue, 2);
+    const silent: typeof fetch = (input, init) => {
+      if (!/^\/api\/v1\/jobs\/(complete|[^/]+\/fail)$/.test(new URL(String(input)).pathname)) return fetch(input, init);
+      return new Promise((_, reject) => init!.signal!.addEventListener('abort', () => reject(init!.signal!.reason), { once: true }));
+    };
+    const c = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, fetch: silent, timeoutMs: 1000 });
+    let running = 0;
+    const worker = new Worker(
+      c,
+      queue,
+      async (job, ctx) => {
+        running++;
+        // The first job returns at once (its complete goes unanswered); the second runs until close() gives it back.
+        if (job.id === ids[1]) await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+        return 'done';
+      },
+      { concurrency: 2, pollWaitMs: 1000 },
+    );
+    const errors: Array<[unknown, string]> = [];
+    worker.on('error', (err, context) => errors.push([err, context]));
+    let took = Infinity;
+    try {
+      await until(() => running === 2, 10_000, 'both jobs running');
+      const started = Date.now();
+      await worker.close({ graceMs: 300 });
+      took = Date.now() - started;
+    } finally {
+      await worker.close();
+    }
+    assert.ok(took < 2_500, `close() took ${took} ms`);
+    assert.deepEqual(
+      errors.map(([err, context]) => [context, err instanceof ConnectionError && err.code]).sort(),
+      [
+        [`give back job ${ids[1]}`, 'TIMEOUT'],
+        [`report of job ${ids[0]}`, 'TIMEOUT'],
+      ],
+    );
   });
 });

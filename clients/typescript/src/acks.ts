@@ -18,6 +18,8 @@
 //   every item with that error (the worker emits `error`, as for a single complete).
 // - A batch refused as a whole for what it holds (413, 422: say one result the service will not store) or by a
 //   service without the route (404, 405) is split: each item goes as a single complete and gets its own answer.
+// - Once the batcher's signal aborts (the worker's close() is past its grace), every item still unanswered
+//   rejects with its reason at once, and no request goes out any more.
 //
 // The rule for a retried acknowledgement. Once a batch (or an item) has been sent more than once after anything
 // but a 429, an earlier attempt may have completed its jobs with the answer lost; the retry then finds them
@@ -28,10 +30,15 @@
 // held). Otherwise the LEASE_EXPIRED stands (`leaseLost`). If the read fails too, the outcome is unknown and the
 // report rejects with the read's error (the worker emits `error`). JOB_CANCELLED and NOT_FOUND are never the
 // echo of our own completion and stand as they are.
+//
+// The same rule for a retried fail (both transports: failEcho). A fail leaves no `completed` to look for: the job
+// is read back whole (GET /api/v1/jobs/{id}) and the fail counts as landed when the error history's entry for this
+// attempt (`attempt` = the retry_count the job was claimed with + 1) holds our message. Only two things write that
+// entry: the lease holder's fail, and the lease running out, which writes `lease expired`.
 import type { SluiceClient } from './client.js';
 import { errorFromResponse, LeaseExpiredError, SluiceError } from './errors.js';
 import type { RetryEvent } from './http.js';
-import { backoff } from './http.js';
+import { backoff, sleep } from './http.js';
 import type { AckClaim, AckResult, Job } from './types.js';
 
 /** Items per batch: the service takes up to 500. */
@@ -69,10 +76,12 @@ export class AckBatcher {
   /** False once the service said it has no batch route: every completion goes alone. */
   private batchRoute = true;
 
+  /** `signal` ends every request and wait of the batcher (the worker's close, once its grace is over). */
   constructor(
     private readonly client: SluiceClient,
     private readonly workerId: () => string,
-    private readonly rider: AckRider | null = null,
+    private readonly rider: AckRider | null,
+    private readonly signal: AbortSignal,
   ) {}
 
   complete(job: Job<never>, result: unknown): Promise<void> {
@@ -128,7 +137,7 @@ export class AckBatcher {
       res = await this.client.jobs.completeMany(
         batch.map((p) => ({ id: p.job.id, ...(p.job.lease_id ? { lease_id: p.job.lease_id } : {}), result: p.result })),
         { worker_id: this.workerId(), ...(claim ? { claim } : {}) },
-        { onRetry },
+        { onRetry, signal: this.signal },
       );
     } catch (err) {
       if (claim) {
@@ -164,7 +173,7 @@ export class AckBatcher {
         p.maybeDone = true;
         const wait = err.retryAfter !== null ? err.retryAfter * 1000 : backoff(p.attempts);
         p.attempts++;
-        setTimeout(() => this.push(p), wait);
+        sleep(wait, this.signal).then(() => this.push(p), p.reject);
         continue;
       }
       refused.push({ p, err });
@@ -179,7 +188,7 @@ export class AckBatcher {
       await this.client.jobs.complete(
         p.job.id,
         { worker_id: this.workerId(), ...(p.job.lease_id ? { lease_id: p.job.lease_id } : {}), result: p.result },
-        { onRetry: (e) => void (e.error.code !== 'RATE_LIMITED' && (resent = true)) },
+        { onRetry: (e) => void (e.error.code !== 'RATE_LIMITED' && (resent = true)), signal: this.signal },
       );
       p.resolve();
     } catch (err) {
@@ -195,7 +204,7 @@ export class AckBatcher {
     if (echoes.length === 0) return;
     let lines: Map<string, { status: string; retry_count: number }>;
     try {
-      lines = new Map((await this.client.jobs.status(echoes.map(({ p }) => p.job.id))).map((l) => [l.id, l]));
+      lines = new Map((await this.client.jobs.status(echoes.map(({ p }) => p.job.id), { signal: this.signal })).map((l) => [l.id, l]));
     } catch (readErr) {
       for (const { p } of echoes) p.reject(readErr);
       return;
@@ -206,6 +215,22 @@ export class AckBatcher {
       else p.reject(err);
     }
   }
+}
+
+/**
+ * A fail sent more than once and answered `err`: the status the first landing left the job in (`scheduled` or
+ * `deadletter`; null when the job has moved on since), or `err` rethrown when the fail did not land (see the rule
+ * above). The history's first entry for the attempt is the one that counts: a job revived from the dead-letter
+ * queue starts its attempts again.
+ */
+export async function failEcho(client: SluiceClient, job: Job<never>, error: string, err: unknown, signal: AbortSignal): Promise<string | null> {
+  if (!isPlainLeaseExpired(err)) throw err;
+  const claimed = job.retry_count ?? 0;
+  const now = await client.jobs.get(job.id, { signal });
+  if (now.errors.find((e) => e.attempt === claimed + 1)?.error !== error) throw err;
+  if (now.status === 'scheduled' && now.retry_count === claimed + 1) return 'scheduled';
+  if (now.status === 'deadletter' && now.retry_count === claimed) return 'deadletter';
+  return null;
 }
 
 /** LEASE_EXPIRED itself (not JOB_CANCELLED, its subclass: a cancel is never the echo of our completion). */

@@ -89,7 +89,8 @@ export interface CallOptions {
 
 /**
  * A report that may be retried: `onRetry` is told of each automatic retry, after which the job may already be
- * completed by the attempt whose answer was lost (so a LeaseExpiredError may be the first attempt's success).
+ * completed (or failed) by the attempt whose answer was lost (so a LeaseExpiredError may be the first attempt's
+ * success).
  */
 export interface ReportOptions extends CallOptions {
   onRetry?: (e: RetryEvent) => void;
@@ -261,8 +262,8 @@ export class Jobs extends Resource {
   }
 
   /** `retryable: false` dead-letters the job at once. */
-  fail(id: string, body: { worker_id: string; lease_id?: string; error: string; retryable?: boolean }, o: CallOptions = {}): Promise<FailReply> {
-    return this.call('POST', `/api/v1/jobs/${seg(id)}/fail`, { body, idempotent: true, signal: o.signal });
+  fail(id: string, body: { worker_id: string; lease_id?: string; error: string; retryable?: boolean }, o: ReportOptions = {}): Promise<FailReply> {
+    return this.call('POST', `/api/v1/jobs/${seg(id)}/fail`, { body, idempotent: true, signal: o.signal, onRetry: o.onRetry });
   }
 
   /** Extends the lease (to `lease_duration_secs`, else the claim's). 409 LeaseExpiredError once it is lost. */

@@ -18,15 +18,18 @@
 //
 // Stopping: a half-close would still let the service's poll in flight claim jobs for us, so the stream is
 // cancelled instead (jobs the service claims after a cancel are put back at once). Acks in flight are waited
-// for first; outcomes reported after the cancel, and after a broken stream, go by the unary RPCs. A broken
-// stream is reopened with backoff. A complete sent again so may find its job completed by the stream's own
-// unacknowledged attempt and be answered LEASE_EXPIRED: it is then read back, by the rule of acks.ts.
+// for first (within close()'s grace, and 5 s at most); outcomes reported after the cancel, and after a broken
+// stream, go by the unary RPCs. A broken stream is reopened with backoff. A complete or fail sent again so may
+// find its job completed (or failed) by the stream's own unacknowledged attempt and be answered LEASE_EXPIRED: it
+// is then read back, by the rules of acks.ts.
 //
 // Unary calls have a deadline, the client's `timeoutMs` (REST's per-attempt timeout): a connection that is up but
 // silent (a middlebox that drops what the service sends) would otherwise hold a report, and close(), forever. A call
 // past its deadline fails as a REST request past its timeout does (ConnectionError, code TIMEOUT), and is retried
-// as REST retries a report (http.ts: transient failures, `retry.retries` times, the same backoff), except a job
-// given back at close, which is tried once so that close() is bounded (docs: clients/typescript/README.md).
+// as REST retries a report (http.ts: transient failures, `retry.retries` times, the same backoff, the client's
+// `onRetry` told of each retry with the call's HTTP/2 path, e.g. POST /queue.v1.QueueService/Fail). So that
+// close() is bounded, the calls still unanswered when its grace ends are cancelled (endReports), and a job given
+// back at close is retried only within the bound close() gives it (docs: clients/typescript/README.md).
 // Within its deadline a call waits for the channel to connect (waitForReady): after a failed connection attempt
 // grpc-js waits out a reconnect backoff (1 s, growing), and a call not waiting would fail at once ("No connection
 // established"), so a report re-sent just after an outage would spend its retries before the node is reachable.
@@ -46,11 +49,12 @@ import { ERROR_CLASSES, LeaseExpiredError, SluiceError, UnknownApiError, Connect
 import { backoff, sleep } from './http.js';
 import type { Job, JobStatus } from './types.js';
 import { CLAIM_LINGER_MS, claimThreshold } from './claiming.js';
+import { failEcho } from './acks.js';
 import type { Transport, TransportHost } from './worker.js';
 
 const PROTO_PATH = fileURLToPath(new URL('../proto/queue/v1/queue.proto', import.meta.url));
 const LOADER_OPTIONS = { keepCase: false, longs: String, enums: String, defaults: true, oneofs: true } as const;
-/** How long a stop waits for acks in flight before cancelling the stream anyway. */
+/** How long a stop waits for acks in flight before cancelling the stream anyway (less if close()'s grace ends). */
 const ACK_DRAIN_MS = 5_000;
 /** Defaults of `grpc.keepaliveMs` and `grpc.keepaliveTimeoutMs`: a silent connection is dropped within ~30 s. */
 export const KEEPALIVE_MS = 20_000;
@@ -60,9 +64,9 @@ type Pb = Record<string, unknown>;
 type Callback = (err: GrpcJs.ServiceError | null, res: Pb) => void;
 interface QueueClient extends GrpcJs.Client {
   ProcessJobs(md: GrpcJs.Metadata): GrpcJs.ClientDuplexStream<Pb, Pb>;
-  Complete(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): void;
-  Fail(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): void;
-  RenewLease(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): void;
+  Complete(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): GrpcJs.ClientUnaryCall;
+  Fail(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): GrpcJs.ClientUnaryCall;
+  RenewLease(req: Pb, md: GrpcJs.Metadata, opts: GrpcJs.CallOptions, cb: Callback): GrpcJs.ClientUnaryCall;
 }
 
 interface Ack {
@@ -105,8 +109,11 @@ export class GrpcTransport implements Transport {
   private failures = 0;
   private reopening: Promise<void> | null = null;
   private readonly stopCtl = new AbortController();
-  /** Aborts the waits between a unary call's attempts once the transport is closed (its channel is gone). */
-  private readonly closeCtl = new AbortController();
+  /**
+   * Aborts the reports still unanswered (unary calls, their waits between attempts, their read-backs) when
+   * close()'s grace ends, or the transport is closed (its channel gone).
+   */
+  private readonly reports = new AbortController();
   private wakeScheduled = false;
   private linger: NodeJS.Timeout | null = null;
   private readonly threshold: number;
@@ -248,7 +255,7 @@ export class GrpcTransport implements Transport {
     });
   }
 
-  async stopClaiming(): Promise<void> {
+  async stopClaiming(grace?: AbortSignal): Promise<void> {
     if (!this.claiming) return;
     this.claiming = false;
     this.stopCtl.abort();
@@ -257,7 +264,7 @@ export class GrpcTransport implements Transport {
     const stream = this.stream;
     if (!stream) return;
     const deadline = Date.now() + ACK_DRAIN_MS;
-    while (this.acks.size > 0 && Date.now() < deadline && this.stream === stream) await sleep(20);
+    while (this.acks.size > 0 && Date.now() < deadline && !grace?.aborted && this.stream === stream) await sleep(20);
     if (this.stream === stream) {
       this.stream = null;
       for (const a of this.acks.values()) a.unary().then(a.resolve, a.reject);
@@ -285,35 +292,44 @@ export class GrpcTransport implements Transport {
   /**
    * One attempt, bounded by the client's timeoutMs (its REST per-attempt timeout), within which it waits for the
    * channel to connect rather than fail at once during grpc-js's reconnect backoff (see the top of this file).
+   * `signal` cancels it, and it fails with the signal's reason.
    */
-  private call(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb): Promise<Pb> {
+  private call(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb, signal: AbortSignal): Promise<Pb> {
     const ms = this.host.client.http.timeoutMs;
-    return new Promise((resolve, reject) =>
-      this.client[method](req, this.metadata(true), { deadline: Date.now() + ms }, (err, res) => {
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const call = this.client[method](req, this.metadata(true), { deadline: Date.now() + ms }, (err, res) => {
+        signal.removeEventListener('abort', cancel);
         if (!err) resolve(res);
+        else if (signal.aborted) reject(signal.reason);
         else if (err.code === this.grpc.status.DEADLINE_EXCEEDED) {
           reject(new ConnectionError(`gRPC ${method}: timed out after ${ms} ms`, { cause: err, timedOut: true }));
         } else reject(grpcError(err.code, err.details ?? err.message));
-      }),
-    );
+      });
+      const cancel = () => call.cancel();
+      signal.addEventListener('abort', cancel, { once: true });
+    });
   }
 
   /**
-   * A unary call retried as REST retries a report (HttpCore's rule and the client's `retry` options). `resent`
-   * hears of each attempt after the first but those after a RATE_LIMITED (refused unseen): an earlier one may
-   * have done the work. `once`: a single attempt.
+   * A unary call retried as REST retries a report (HttpCore's rule, the client's `retry` options and its `onRetry`
+   * hook, told the call's HTTP/2 method and path). `resent` hears of each attempt after the first but those after
+   * a RATE_LIMITED (refused unseen): an earlier one may have done the work. `signal` ends it (with its reason),
+   * the transport's reports signal by default.
    */
-  private async unary(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb, opts: { once?: boolean; resent?: () => void } = {}): Promise<Pb> {
+  private async unary(method: 'Complete' | 'Fail' | 'RenewLease', req: Pb, opts: { signal?: AbortSignal; resent?: () => void } = {}): Promise<Pb> {
     const http = this.host.client.http;
+    const signal = opts.signal ?? this.reports.signal;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.call(method, req);
+        return await this.call(method, req, signal);
       } catch (err) {
-        if (opts.once || !(err instanceof SluiceError) || attempt >= http.retries) throw err;
+        if (signal.aborted || !(err instanceof SluiceError) || attempt >= http.retries) throw err;
         const delay = http.retryDelay(err, attempt);
         if (delay === null) throw err;
+        http.onRetry?.({ method: 'POST', path: `/queue.v1.QueueService/${method}`, attempt: attempt + 1, delayMs: delay, error: err });
         if (err.code !== 'RATE_LIMITED') opts.resent?.();
-        await sleep(delay, this.closeCtl.signal).catch(() => Promise.reject(err));
+        await sleep(delay, signal);
       }
     }
   }
@@ -335,14 +351,28 @@ export class GrpcTransport implements Transport {
    */
   private async echo(job: Job<never>, err: unknown): Promise<Pb> {
     if (!(err instanceof LeaseExpiredError) || err.code !== 'LEASE_EXPIRED') throw err;
-    const [line] = await this.host.client.jobs.status([job.id]);
+    const [line] = await this.host.client.jobs.status([job.id], { signal: this.reports.signal });
     if (line?.status === 'completed' && line.retry_count === (job.retry_count ?? 0)) return {};
     throw err;
   }
 
-  async fail(job: Job<never>, error: string, retryable: boolean, giveBack = false): Promise<string | null> {
+  async fail(job: Job<never>, error: string, retryable: boolean, giveBack?: AbortSignal): Promise<string | null> {
     const req: Pb = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', error, ...(retryable ? {} : { retryable: false }) };
-    const ack = await this.op('fail', req, () => this.unary('Fail', req, { once: giveBack }).then((fail) => ({ fail })));
+    const signal = giveBack ?? this.reports.signal;
+    // Sent more than once, a LEASE_EXPIRED may be the echo of our own fail, as for complete (acks.ts).
+    let resent = false;
+    const once = () =>
+      this.unary('Fail', req, { signal, resent: () => (resent = true) }).then(
+        (fail) => ({ fail }),
+        async (err) => {
+          if (!resent) throw err;
+          return { fail: { status: (await failEcho(this.host.client, job, error, err, signal)) ?? '' } };
+        },
+      );
+    const ack = await this.op('fail', req, once, () => {
+      resent = true;
+      return once();
+    });
     const reply = ack.fail as Pb | undefined;
     return typeof reply?.status === 'string' && reply.status !== '' ? reply.status : null;
   }
@@ -356,14 +386,20 @@ export class GrpcTransport implements Transport {
   async progress(job: Job<never>, progress: number, message: string | null, data: unknown): Promise<void> {
     const req = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', progress, message: message ?? '', data: toValue(data) };
     const rest = () =>
-      this.host.client.jobs.progress(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, progress, message, data }).then(() => ({}));
+      this.host.client.jobs
+        .progress(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, progress, message, data }, { signal: this.reports.signal })
+        .then(() => ({}));
     await this.op('progress', req, rest);
+  }
+
+  endReports(reason: unknown): void {
+    this.reports.abort(reason);
   }
 
   async close(): Promise<void> {
     await this.stopClaiming();
     await this.reopening;
-    this.closeCtl.abort();
+    this.endReports(new ConnectionError('gRPC: the worker transport is closed'));
     this.client.close();
   }
 }

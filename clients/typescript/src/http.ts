@@ -79,7 +79,8 @@ export class HttpCore {
   private readonly retry: Required<RetryOptions>;
   private readonly fetchImpl: typeof fetch;
   private readonly extraHeaders: Record<string, string>;
-  private readonly onRetry: ((e: RetryEvent) => void) | undefined;
+  /** The client's hook, called before each automatic retry (the gRPC worker's unary calls call it too). */
+  readonly onRetry: ((e: RetryEvent) => void) | undefined;
 
   constructor(opts: HttpOptions) {
     let base: URL | null = null;
@@ -117,6 +118,9 @@ export class HttpCore {
       try {
         return await this.once<T>(spec);
       } catch (err) {
+        // The caller's signal ends the request with its reason, never a retry (the worker's close() aborts its
+        // reports with a ConnectionError, which would pass for a transient failure).
+        if (spec.signal?.aborted) throw spec.signal.reason ?? err;
         if (!(err instanceof SluiceError)) throw err;
         const delay = idempotent && attempt < this.retry.retries ? this.retryDelay(err, attempt) : null;
         if (delay === null) throw err;

@@ -1,8 +1,8 @@
 // The worker runner: claims jobs of one queue and runs a handler on each, at most `concurrency` at a time.
 //
 // Lifecycle: starting (register the worker) → running (claim, run, report; heartbeat the worker) → closing
-// (stop claiming at once, let handlers finish within `shutdownGraceMs`, give back what is left, deregister)
-// → closed.
+// (stop claiming at once, let handlers finish and report within `shutdownGraceMs`, give back the jobs whose
+// handler still runs, within GIVE_BACK_MS, deregister) → closed.
 //
 // Per job: the handler gets the job and a context whose `signal` aborts when the lease is lost (a renewal
 // answered 409/404: the job is someone else's now), when the job is cancelled (a renewal answered
@@ -26,8 +26,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname as osHostname } from 'node:os';
 import type { SluiceClient } from './client.js';
 import { TypedEmitter } from './emitter.js';
-import { JobCancelledError, LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
-import { AckBatcher } from './acks.js';
+import { ConnectionError, JobCancelledError, LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
+import { AckBatcher, failEcho } from './acks.js';
 import { CLAIM_LANES, CLAIM_LINGER_MS, claimThreshold } from './claiming.js';
 import { backoff, sleep } from './http.js';
 import type { AckClaim, Job, JsonObject } from './types.js';
@@ -147,17 +147,25 @@ export interface Transport {
   start(): void;
   /** A slot became free. */
   wake(): void;
-  /** Stop claiming now; resolves once no claim in flight can deliver more jobs. */
-  stopClaiming(): Promise<void>;
+  /**
+   * Stop claiming now; resolves once no claim in flight can deliver more jobs. `grace` aborts when close()'s grace
+   * ends: gRPC waits for the acks in flight on its stream until then at the latest.
+   */
+  stopClaiming(grace?: AbortSignal): Promise<void>;
   complete(job: Job<never>, result: unknown): Promise<void>;
   /**
    * The status the job went to (`scheduled` or `deadletter`), when known. `giveBack`: a job handed back at close,
-   * which close() waits for (gRPC tries it once, within one call deadline; REST keeps the client's retries).
+   * retried within the bound this signal sets (close()'s) rather than the reports' (see endReports).
    */
-  fail(job: Job<never>, error: string, retryable: boolean, giveBack?: boolean): Promise<string | null>;
+  fail(job: Job<never>, error: string, retryable: boolean, giveBack?: AbortSignal): Promise<string | null>;
   /** Renews the lease; LeaseExpiredError / NotFoundError when it is gone. */
   renew(job: Job<never>, leaseSeconds: number | undefined): Promise<void>;
   progress(job: Job<never>, progress: number, message: string | null, data: unknown): Promise<void>;
+  /**
+   * close()'s grace is over: the reports still unanswered (completes, fails, renewals, progress, their retries
+   * and read-backs) fail now with `reason`, and any made after at once.
+   */
+  endReports(reason: unknown): void;
   close(): Promise<void>;
 }
 
@@ -194,9 +202,13 @@ interface Running {
   renewTimer?: NodeJS.Timeout;
   deadline?: NodeJS.Timeout;
   renewing: Promise<void> | null;
+  /** Settles once its handler has returned and its report is answered (null until it begins). */
+  done: Promise<void> | null;
 }
 
 const MAX_ERROR_CHARS = 10_000;
+/** After the grace, how long close() waits for its give-backs (the client's timeoutMs if shorter). */
+const GIVE_BACK_MS = 5_000;
 
 function int(name: string, v: number | undefined, min: number, max: number, dflt: number): number;
 function int(name: string, v: number | undefined, min: number, max: number, dflt: undefined): number | undefined;
@@ -447,7 +459,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
 
   /** A claimed job: run it in a free slot, or hold it (with its lease renewed) until one frees. */
   dispatch(job: Job<never>): void {
-    const r: Running = { job, started: false, handled: false, ctl: new AbortController(), lost: false, timedOut: false, abandoned: false, renewing: null };
+    const r: Running = { job, started: false, handled: false, ctl: new AbortController(), lost: false, timedOut: false, abandoned: false, renewing: null, done: null };
     this.running.set(job.id, r);
     this.renewals(r);
     if (this.busy < this.concurrency) this.begin(r);
@@ -469,7 +481,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
       const next = this.waiting.shift();
       if (next) this.begin(next);
     };
-    void this.process(r, freeSlot).finally(() => {
+    r.done = this.process(r, freeSlot).finally(() => {
       freeSlot();
       this.running.delete(r.job.id);
       if (this.running.size === 0) this.drained?.();
@@ -498,7 +510,8 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
         if (!r.lost) this.lose(r, new LeaseLostError(job.id, err), err);
         return;
       }
-      this.emit('error', err, `lease renewal of job ${job.id}`);
+      // A renewal cut short by close() for a job it gives back is nobody's concern.
+      if (!r.abandoned) this.emit('error', err, `lease renewal of job ${job.id}`);
     }
   }
 
@@ -595,8 +608,9 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   }
 
   /**
-   * Stops claiming at once, lets running handlers finish within `graceMs` (default `shutdownGraceMs`), gives
-   * back the jobs still running after that (failed as retryable, their signals aborted), then deregisters.
+   * Stops claiming at once, lets running handlers finish and report within `graceMs` (default `shutdownGraceMs`),
+   * gives back the jobs still running after that (failed as retryable, their signals aborted; GIVE_BACK_MS at
+   * most), then deregisters. What it could not settle (a report or a give-back unanswered) is an `error` event.
    */
   close(opts: { graceMs?: number } = {}): Promise<void> {
     this.closePromise ??= this.shutdown(opts.graceMs ?? this.opts.shutdownGraceMs ?? 30_000);
@@ -607,19 +621,27 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     const wasStarting = this.state === 'starting' || this.state === 'idle';
     this.state = 'closing';
     if (wasStarting) this.stopCtl.abort();
+    // The grace runs from here, and what close() waits for before giving jobs back counts against it: the acks in
+    // flight on a gRPC stream, the handlers and their reports. A second signal ends it at once.
+    const grace = new AbortController();
+    const graceTimer = setTimeout(() => grace.abort(), graceMs);
+    const hurry = () => grace.abort();
+    this.hurryCtl.signal.addEventListener('abort', hurry, { once: true });
     try {
       if (this.startPromise) await this.startPromise.catch(() => {});
-      await this.transport?.stopClaiming();
-      if (this.running.size > 0) {
+      await this.transport?.stopClaiming(grace.signal);
+      if (this.running.size > 0 && !grace.signal.aborted) {
         const drained = new Promise<void>((resolve) => (this.drained = resolve));
-        const grace = sleep(graceMs, this.hurryCtl.signal).catch(() => {});
-        await Promise.race([drained, grace]);
+        const over = new Promise<void>((resolve) => grace.signal.addEventListener('abort', () => resolve(), { once: true }));
+        await Promise.race([drained, over]);
       }
       await this.abandonRunning();
       await this.transport?.close();
     } catch (err) {
       this.emit('error', err, 'close');
     } finally {
+      clearTimeout(graceTimer);
+      this.hurryCtl.signal.removeEventListener('abort', hurry);
       this.stopCtl.abort();
       clearInterval(this.heartbeatTimer);
       if (this.registered) {
@@ -637,27 +659,39 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   }
 
   /**
-   * Jobs still held after the grace (running, or prefetched and never started): signal them, and hand them back
-   * so they are retried soon.
+   * The grace is over. Jobs still held whose handler has not returned (running, or prefetched and never started)
+   * are signalled and handed back, so that they are retried soon; close() waits GIVE_BACK_MS for that at most. A
+   * job whose handler has returned is not: that would race its report, and landing first would undo a completion.
+   * The reports still unanswered had the grace: they end now, each an `error` (what close() could not settle), as
+   * is a give-back unanswered within its bound.
    */
   private async abandonRunning(): Promise<void> {
     const left = [...this.running.values()];
-    await Promise.all(
-      left.map(async (r) => {
-        r.abandoned = true;
-        clearTimeout(r.renewTimer);
-        clearTimeout(r.deadline);
-        r.ctl.abort(new WorkerShutdownError(r.job.id));
-        if (!r.started) this.unhold(r);
-        if (r.lost) return;
-        try {
-          const status = await this.transport!.fail(r.job, new WorkerShutdownError(r.job.id).message, true, true);
-          this.emit('failed', r.job as Job<P>, new WorkerShutdownError(r.job.id), status);
-        } catch (err) {
-          if (!(err instanceof LeaseExpiredError || err instanceof NotFoundError)) this.emit('error', err, `give back job ${r.job.id}`);
-        }
-      }),
-    );
+    const held = left.filter((r) => !r.handled);
+    for (const r of held) {
+      r.abandoned = true;
+      clearTimeout(r.renewTimer);
+      clearTimeout(r.deadline);
+      r.ctl.abort(new WorkerShutdownError(r.job.id));
+      if (!r.started) this.unhold(r);
+    }
+    this.transport?.endReports(new ConnectionError('close(): no answer within the shutdown grace period', { timedOut: true }));
+    const ms = Math.min(this.client.http.timeoutMs, GIVE_BACK_MS);
+    const bound = new AbortController();
+    const timer = setTimeout(() => bound.abort(new ConnectionError(`close(): the give-back had no answer within ${ms} ms`, { timedOut: true })), ms);
+    const giveBack = async (r: Running) => {
+      try {
+        const status = await this.transport!.fail(r.job, new WorkerShutdownError(r.job.id).message, true, bound.signal);
+        this.emit('failed', r.job as Job<P>, new WorkerShutdownError(r.job.id), status);
+      } catch (err) {
+        if (!(err instanceof LeaseExpiredError || err instanceof NotFoundError)) this.emit('error', err, `give back job ${r.job.id}`);
+      }
+    };
+    try {
+      await Promise.all([...left.filter((r) => r.handled).map((r) => r.done), ...held.filter((r) => !r.lost).map(giveBack)]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   private installSignals(): void {
@@ -710,9 +744,18 @@ class HttpTransport implements Transport {
   private readonly laneSize: number;
   /** Since when slots have been free without a claim for them (null: none are). */
   private freeSince: number | null = null;
+  /** Aborts the reports still unanswered (requests, waits between attempts, read-backs): endReports. */
+  private readonly reports = new AbortController();
+  /** Ends stopClaiming's wait for the claims riding on acknowledgements in flight, once the last has landed. */
+  private ridersLanded: (() => void) | null = null;
 
   constructor(private readonly host: TransportHost) {
-    this.acks = new AckBatcher(host.client, () => host.workerId, { take: (items) => this.ride(items), landed: (claim, items, jobs) => this.landed(claim, items, jobs) });
+    this.acks = new AckBatcher(
+      host.client,
+      () => host.workerId,
+      { take: (items) => this.ride(items), landed: (claim, items, jobs) => this.landed(claim, items, jobs) },
+      this.reports.signal,
+    );
     this.threshold = claimThreshold(host.concurrency);
     this.laneSize = Math.max(1, Math.ceil((host.concurrency + host.prefetch) / CLAIM_LANES));
   }
@@ -734,13 +777,21 @@ class HttpTransport implements Transport {
     });
   }
 
-  async stopClaiming(): Promise<void> {
+  async stopClaiming(grace?: AbortSignal): Promise<void> {
     this.idle.abort();
     this.wakeUp?.();
     // Leaving a long poll before it answers makes the service put back what it had claimed for it. Once the
     // answer is on its way the jobs are ours: they are taken and run.
     if (this.claim && !this.claim.answered) this.claim.ctl.abort(new Error('closing'));
     await this.loop;
+    // A claim riding on an acknowledgement in flight hands its jobs over when that lands: they are ours too, and
+    // run within the grace. Past the grace the acknowledgement is given up (endReports), and its claim with it.
+    if (this.riders > 0 && !grace?.aborted) {
+      await new Promise<void>((resolve) => {
+        this.ridersLanded = resolve;
+        grace?.addEventListener('abort', () => resolve(), { once: true });
+      });
+    }
   }
 
   /** Waits for a wake() (or stopClaiming), or `ms` when given. */
@@ -817,6 +868,7 @@ class HttpTransport implements Transport {
     this.ridingItems -= items;
     this.riders--;
     if (jobs) for (const job of jobs) this.host.dispatch(job);
+    if (this.riders === 0) this.ridersLanded?.();
     this.wake();
   }
 
@@ -851,21 +903,41 @@ class HttpTransport implements Transport {
     return this.acks.complete(job, result);
   }
 
-  async fail(job: Job<never>, error: string, retryable: boolean): Promise<string | null> {
-    const r = await this.host.client.jobs.fail(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, error, retryable });
-    return r.status;
+  /** Sent more than once (a retry), a LEASE_EXPIRED may be the echo of our own fail: read back (acks.ts). */
+  async fail(job: Job<never>, error: string, retryable: boolean, giveBack?: AbortSignal): Promise<string | null> {
+    const signal = giveBack ?? this.reports.signal;
+    let resent = false;
+    try {
+      const r = await this.host.client.jobs.fail(
+        job.id,
+        { worker_id: this.host.workerId, lease_id: job.lease_id!, error, retryable },
+        { onRetry: (e) => void (e.error.code !== 'RATE_LIMITED' && (resent = true)), signal },
+      );
+      return r.status;
+    } catch (err) {
+      if (!resent) throw err;
+      return failEcho(this.host.client, job, error, err, signal);
+    }
   }
 
   async renew(job: Job<never>, leaseSeconds: number | undefined): Promise<void> {
-    await this.host.client.jobs.heartbeat(job.id, {
-      worker_id: this.host.workerId,
-      lease_id: job.lease_id!,
-      ...(leaseSeconds !== undefined ? { lease_duration_secs: leaseSeconds } : {}),
-    });
+    await this.host.client.jobs.heartbeat(
+      job.id,
+      { worker_id: this.host.workerId, lease_id: job.lease_id!, ...(leaseSeconds !== undefined ? { lease_duration_secs: leaseSeconds } : {}) },
+      { signal: this.reports.signal },
+    );
   }
 
   async progress(job: Job<never>, progress: number, message: string | null, data: unknown): Promise<void> {
-    await this.host.client.jobs.progress(job.id, { worker_id: this.host.workerId, lease_id: job.lease_id!, progress, message, data });
+    await this.host.client.jobs.progress(
+      job.id,
+      { worker_id: this.host.workerId, lease_id: job.lease_id!, progress, message, data },
+      { signal: this.reports.signal },
+    );
+  }
+
+  endReports(reason: unknown): void {
+    this.reports.abort(reason);
   }
 
   async close(): Promise<void> {
