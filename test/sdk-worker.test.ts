@@ -4,7 +4,7 @@
 // process), an UnrecoverableError dead-letters at once, the gRPC transport (ProcessJobs) processes jobs, a close()
 // whose grace ends with a complete in flight does not give that job back (both transports), a close() over gRPC
 // waits for the stream's acks in flight within its grace, and a close() facing a silent node returns within its
-// grace and the give-backs' bound, reporting what it could not settle.
+// grace and the give-backs' bound, reporting what it could not settle, as it does when the deregistration goes unanswered.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -502,5 +502,30 @@ describe('worker runner: close() with a report in flight', { skip: CLIENT_SUITE_
         [`report of job ${ids[0]}`, 'TIMEOUT'],
       ],
     );
+  });
+
+  // The node never answers the deregistration: each attempt would wait out the client's 1 s timeoutMs and be
+  // retried four times. close() gives it up after one timeoutMs, tells it as an error, and the worker is still
+  // listed until the node reaps it.
+  test('close() is bounded while the node does not answer the deregistration', async () => {
+    const silent: typeof fetch = (input, init) => {
+      if (!new URL(String(input)).pathname.endsWith('/deregister')) return fetch(input, init);
+      return new Promise((_, reject) => init!.signal!.addEventListener('abort', () => reject(init!.signal!.reason), { once: true }));
+    };
+    const c = new SluiceClient({ url: n.node.url, apiKey: n.node.bootstrapKey!, fetch: silent, timeoutMs: 1000 });
+    const workerId = `w-close-deregister-${Date.now()}`;
+    const worker = new Worker(c, 'w-close-deregister', async () => 'done', { pollWaitMs: 1000, workerId });
+    const errors: Array<[unknown, string]> = [];
+    worker.on('error', (err, context) => errors.push([err, context]));
+    await worker.ready;
+    const started = Date.now();
+    await worker.close({ graceMs: 300 });
+    const took = Date.now() - started;
+    assert.ok(took < 2_500, `close() took ${took} ms`);
+    assert.deepEqual(
+      errors.map(([err, context]) => [context, err instanceof ConnectionError && err.code]),
+      [['deregister', 'TIMEOUT']],
+    );
+    assert.equal((await client.workers.get(workerId)).status, 'active');
   });
 });

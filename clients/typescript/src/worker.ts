@@ -2,7 +2,7 @@
 //
 // Lifecycle: starting (register the worker) → running (claim, run, report; heartbeat the worker) → closing
 // (stop claiming at once, let handlers finish and report within `shutdownGraceMs`, give back the jobs whose
-// handler still runs, within GIVE_BACK_MS, deregister) → closed.
+// handler still runs, within GIVE_BACK_MS, deregister within as long again) → closed.
 //
 // Per job: the handler gets the job and a context whose `signal` aborts when the lease is lost (a renewal
 // answered 409/404: the job is someone else's now), when the job is cancelled (a renewal answered
@@ -207,8 +207,15 @@ interface Running {
 }
 
 const MAX_ERROR_CHARS = 10_000;
-/** After the grace, how long close() waits for its give-backs (the client's timeoutMs if shorter). */
+/** After the grace, how long close() waits for its give-backs, and then for its deregistration (the client's timeoutMs if shorter). */
 const GIVE_BACK_MS = 5_000;
+
+/** A signal that aborts after `ms` with a TIMEOUT ConnectionError naming `what`; `clear` once done. */
+function bounded(ms: number, what: string): { signal: AbortSignal; clear: () => void } {
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(new ConnectionError(`close(): ${what} had no answer within ${ms} ms`, { timedOut: true })), ms);
+  return { signal: ctl.signal, clear: () => clearTimeout(timer) };
+}
 
 function int(name: string, v: number | undefined, min: number, max: number, dflt: number): number;
 function int(name: string, v: number | undefined, min: number, max: number, dflt: undefined): number | undefined;
@@ -645,9 +652,13 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
       this.stopCtl.abort();
       clearInterval(this.heartbeatTimer);
       if (this.registered) {
-        await this.client.workers.deregister(this.id).catch((err) => {
+        // Bounded as the give-backs are: a node that does not answer would otherwise hold close() for every retry
+        // of the client's timeoutMs. A worker left registered is reaped by the node once its heartbeats stop.
+        const bound = bounded(Math.min(this.client.http.timeoutMs, GIVE_BACK_MS), 'the deregistration');
+        await this.client.workers.deregister(this.id, { signal: bound.signal }).catch((err) => {
           if (!(err instanceof NotFoundError)) this.emit('error', err, 'deregister');
         });
+        bound.clear();
         this.registered = false;
       }
       this.removeSignals();
@@ -676,9 +687,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
       if (!r.started) this.unhold(r);
     }
     this.transport?.endReports(new ConnectionError('close(): no answer within the shutdown grace period', { timedOut: true }));
-    const ms = Math.min(this.client.http.timeoutMs, GIVE_BACK_MS);
-    const bound = new AbortController();
-    const timer = setTimeout(() => bound.abort(new ConnectionError(`close(): the give-back had no answer within ${ms} ms`, { timedOut: true })), ms);
+    const bound = bounded(Math.min(this.client.http.timeoutMs, GIVE_BACK_MS), 'the give-back');
     const giveBack = async (r: Running) => {
       try {
         const status = await this.transport!.fail(r.job, new WorkerShutdownError(r.job.id).message, true, bound.signal);
@@ -690,7 +699,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     try {
       await Promise.all([...left.filter((r) => r.handled).map((r) => r.done), ...held.filter((r) => !r.lost).map(giveBack)]);
     } finally {
-      clearTimeout(timer);
+      bound.clear();
     }
   }
 
