@@ -320,7 +320,8 @@ describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUIT
    * a 5 s lease (its timeout), the others 60 s. No renewal runs before the gate opens (the period is a minute), so
    * advancing the node's clock 6 s makes job 2's lease stale and no other.
    */
-  async function fiveHeld(queue: string, c: SluiceClient, fail = false) {
+  /** `failWith`: the message the first attempts fail with (null: they complete). */
+  async function fiveHeld(queue: string, c: SluiceClient, failWith: string | null = null) {
     const ids = await enqueue(client, queue, [0, 1, 2, 3, 4].map((i) => ({ timeout_seconds: i === 2 ? 5 : 60 })));
     let gate!: () => void;
     const open = new Promise<void>((resolve) => (gate = resolve));
@@ -334,7 +335,7 @@ describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUIT
       async (_job: Job, ctx) => {
         if (ctx.attempt === 1) {
           await open;
-          if (fail) throw new Error('the first attempt fails');
+          if (failWith !== null) throw new Error(failWith);
         }
         return ctx.attempt;
       },
@@ -406,7 +407,7 @@ describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUIT
       }
       return res;
     });
-    const { ids, gate, lost, completed, failed, errors, worker } = await fiveHeld('b-fail-resent', c, true);
+    const { ids, gate, lost, completed, failed, errors, worker } = await fiveHeld('b-fail-resent', c, 'the first attempt fails');
     try {
       gate();
       await until(() => failed.length === 4 && lost.length === 1 && completed.length === 1, 10_000, 'four fails, one lost lease, its retry completed');
@@ -424,6 +425,34 @@ describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUIT
       const job = await client.jobs.get(id);
       assert.deepEqual([job.status, job.retry_count, job.errors.map((e) => [e.attempt, e.error])], ['scheduled', 1, [[1, 'the first attempt fails']]]);
     }
+  });
+
+  // A handler whose message is the very text a lease's expiry writes: a read-back cannot tell its fail from the
+  // expiry, so the job whose lease ran out is not reported as failed (nor is any other whose answer was lost: what
+  // may be a lost lease is told as one).
+  test("a resent fail whose message is `lease expired` is not read back as landed", async () => {
+    const dropped = new Set<string>();
+    const c = clientThrough(n, async (url, _init, send) => {
+      const res = await send();
+      const id = /^\/api\/v1\/jobs\/([^/]+)\/fail$/.exec(url.pathname)?.[1];
+      if (id && !dropped.has(id)) {
+        dropped.add(id);
+        await res.arrayBuffer();
+        throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+      }
+      return res;
+    });
+    const { ids, gate, lost, completed, failed, errors, worker } = await fiveHeld('b-fail-expiry-text', c, 'lease expired');
+    try {
+      gate();
+      await until(() => failed.length + lost.length === 5 && completed.length === 1, 10_000, 'five outcomes, the expired job retried');
+    } finally {
+      await worker.close();
+    }
+    assert.ok(lost.includes(ids[2]!), `the expired job is a lost lease: ${JSON.stringify({ lost, failed })}`);
+    assert.ok(!failed.some(([id]) => id === ids[2]), 'the expired job is not reported failed');
+    assert.deepEqual(completed, [[ids[2], 2]]);
+    assert.deepEqual(errors, []);
   });
 });
 

@@ -34,12 +34,16 @@
 // The same rule for a retried fail (both transports: failEcho). A fail leaves no `completed` to look for: the job
 // is read back whole (GET /api/v1/jobs/{id}) and the fail counts as landed when the error history's entry for this
 // attempt (`attempt` = the retry_count the job was claimed with + 1) holds our message. Only two things write that
-// entry: the lease holder's fail, and the lease running out, which writes `lease expired`.
+// entry: the lease holder's fail, and the lease running out, which writes `lease expired`; a fail whose message is
+// that text cannot be told from the expiry, so it stands as the lost lease it may be.
 import type { SluiceClient } from './client.js';
 import { errorFromResponse, LeaseExpiredError, SluiceError } from './errors.js';
 import type { RetryEvent } from './http.js';
 import { backoff, sleep } from './http.js';
 import type { AckClaim, AckResult, Job } from './types.js';
+
+/** The error history's entry the service writes when a lease runs out. */
+const LEASE_EXPIRY_ERROR = 'lease expired';
 
 /** Items per batch: the service takes up to 500. */
 export const ACK_MAX_ITEMS = 500;
@@ -224,7 +228,7 @@ export class AckBatcher {
  * queue starts its attempts again.
  */
 export async function failEcho(client: SluiceClient, job: Job<never>, error: string, err: unknown, signal: AbortSignal): Promise<string | null> {
-  if (!isPlainLeaseExpired(err)) throw err;
+  if (!isPlainLeaseExpired(err) || error === LEASE_EXPIRY_ERROR) throw err;
   const claimed = job.retry_count ?? 0;
   const now = await client.jobs.get(job.id, { signal });
   if (now.errors.find((e) => e.attempt === claimed + 1)?.error !== error) throw err;
