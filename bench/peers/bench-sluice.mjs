@@ -64,8 +64,8 @@ async function call(method, p, body) {
   return text ? JSON.parse(text) : null;
 }
 
-async function start() {
-  execFileSync('psql', [`${PG}/postgres`, '-qc', `create database ${db}`]);
+async function start(again = false) {
+  if (!again) execFileSync('psql', [`${PG}/postgres`, '-qc', `create database ${db}`]);
   const port = await freePort();
   const env = { ...process.env, PORT: String(port), GRPC_PORT: String(await freePort()), HOST: '127.0.0.1', DATA_DIR: tmp,
     DATABASE_URL: `${PG}/${db}`, JWT_SECRET: crypto.randomBytes(32).toString('hex'), ADMIN_API_KEY: ADMIN, REGISTRATION_MODE: 'open' };
@@ -88,7 +88,8 @@ async function start() {
   auth = { authorization: `Bearer ${m[0]}` };
 }
 
-const Q = 'bench';
+// The queue of the pass (BENCH_PASSES): each pass has its own, so that its counts are its own.
+let Q = 'bench';
 const addOne = (i) => call('POST', '/api/v1/jobs', { queue_name: Q, payload: { n: i } });
 const addBatch = (is) => call('POST', '/api/v1/jobs/bulk', { jobs: is.map((i) => ({ queue_name: Q, payload: { n: i } })) });
 async function preEnqueue(n) {
@@ -182,8 +183,26 @@ async function startSdkWorker({ sdk, concurrency, prefetch, handler }) {
 const shape = SHAPES[variant === 'default' ? 'claim1' : variant];
 if (!shape) throw new Error(`unknown variant ${variant}`);
 
+// BENCH_PASSES=n runs the scenario n times on one node (each pass on a queue of its own, 1.5 s apart): a fresh
+// node's first seconds cost more than a warm node's (docs/BENCHMARKS.md). BENCH_PASS_RESTART=1 starts a new node on
+// the same database for each later pass instead.
+const PASSES = Number(process.env.BENCH_PASSES ?? 1);
 async function main() {
   await start();
+  for (let pass = 1; pass <= PASSES; pass++) {
+    if (pass > 1) {
+      if (process.env.BENCH_PASS_RESTART === '1') {
+        await stopNode();
+        await pool.close();
+        await start(true);
+      } else await sleep(1500);
+      Q = `bench-${pass}`;
+    }
+    await runPass(PASSES > 1 ? { pass, restarted: pass > 1 && process.env.BENCH_PASS_RESTART === '1' } : {});
+  }
+}
+
+async function runPass(passInfo) {
   const base = { lib: 'sluice', version: JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')).version,
     commit: execFileSync('git', ['-C', ROOT, 'rev-parse', '--short', 'HEAD']).toString().trim(), driver: shape.grpc || shape.sdk === 'grpc' ? 'gRPC' : 'undici HTTP', backend: 'postgres', scenario, variant, run: runNo };
   let result, stop;
@@ -207,7 +226,7 @@ async function main() {
     });
   } else throw new Error(`unknown scenario ${scenario}`);
   if (stop) await stop();
-  emit({ ...base, settings: { shape, server: `one node, ACTOR_THREADS default, ${process.env.BENCH_SLUICE_COMPILED === '1' ? 'compiled' : 'tsx'}` } }, result);
+  emit({ ...base, ...passInfo, settings: { shape, server: `one node, ACTOR_THREADS default, ${process.env.BENCH_SLUICE_COMPILED === '1' ? 'compiled' : 'tsx'}` } }, result);
 }
 
 // The node is killed and awaited before this process exits, so it never outlives the run as an orphan.
