@@ -192,6 +192,43 @@ describe('worker over REST: batch acknowledgements and claims of several jobs', 
     }
   });
 
+  // close() while an acknowledgement carrying a claim is in flight: the node has claimed the jobs for this worker,
+  // so they are its own and run within the grace; none is left leased to a worker that is gone.
+  test('close() with a claim riding on an acknowledgement in flight runs the jobs that claim brings', async () => {
+    const queue = 'b-ride-close';
+    const ids = await enqueue(client, queue, Array.from({ length: 4 }, () => ({})));
+    let release: (() => void) | null = null;
+    let held = false;
+    let brought: string[] = [];
+    const c = clientThrough(n, async (url, init, send) => {
+      if (url.pathname !== '/api/v1/jobs/complete' || held || !JSON.parse(String(init!.body)).claim) return send();
+      held = true;
+      const res = await send();
+      brought = ((await res.clone().json()) as { jobs?: Array<{ id: string }> }).jobs?.map((j) => j.id) ?? [];
+      // Answered by the node (the claim is made); the answer reaches the worker when the test lets it.
+      await new Promise<void>((resolve) => (release = resolve));
+      return res;
+    });
+    const completed = new Set<string>();
+    const errors: unknown[] = [];
+    const worker = new Worker(c, queue, async () => 'ok', { concurrency: 2, pollWaitMs: 1000 });
+    worker.on('completed', (job) => completed.add(job.id));
+    worker.on('error', (err) => errors.push(err));
+    worker.on('leaseLost', (job) => errors.push(new Error(`lost ${job.id}`)));
+    await until(() => release !== null, 10_000, 'an acknowledgement carrying a claim in flight');
+    const closing = worker.close({ graceMs: 5_000 });
+    await sleep(200);
+    release!();
+    await closing;
+    assert.deepEqual(errors, []);
+    assert.ok(brought.length > 0, 'the claim riding on the held acknowledgement brought jobs');
+    for (const id of brought) assert.ok(completed.has(id), `job ${id}, brought by the riding claim, ran`);
+    // Every job is done or still waiting for a worker: none is left leased to this one.
+    const statuses = await Promise.all(ids.map(async (id) => (await client.jobs.get(id)).status));
+    assert.deepEqual(statuses.filter((st) => st !== 'completed' && st !== 'pending'), []);
+    assert.equal(statuses.filter((st) => st === 'completed').length, completed.size);
+  });
+
   test('acknowledgements carry the next claim: the claim route is left to the long polls of an emptied worker', async () => {
     await enqueue(client, 'b-ride', Array.from({ length: 300 }, () => ({})));
     let claimRequests = 0;
