@@ -406,6 +406,36 @@ describe('gRPC QueueService', () => {
     await seen.until(() => seen.ended() !== null, 'the end');
   });
 
+  // Acks written in a burst outrun the stream's buffer, and each write the stream refuses waits for it to drain.
+  // They wait together: one 'drain' listener, not one each, which went past the emitter's limit of 10 and printed a
+  // MaxListenersExceededWarning every time the count went past it again (hundreds a minute under a gRPC worker).
+  test('ProcessJobs: a burst of acks the stream holds back waits for one drain, and every ack arrives', async () => {
+    const { g } = await org();
+    const N = 60;
+    for (let i = 0; i < N; i++) await g.q('Enqueue', { queueName: 'duplex-burst', payload: toStruct({ i }) });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => {
+      if (w.name === 'MaxListenersExceededWarning') warnings.push(w.message);
+    };
+    process.on('warning', onWarning);
+    const stream = g.queue.ProcessJobs(g.metadata()) as ClientDuplexStream<Json, Json>;
+    try {
+      const seen = collect(stream);
+      stream.write({ ref: 'c', claim: { queueName: 'duplex-burst', workerId: 'bw', batchSize: N } });
+      await seen.until(() => seen.got.filter((m) => m.job).length === N, `${N} claimed jobs`);
+      for (const [i, m] of seen.got.filter((x) => x.job).entries()) {
+        stream.write({ ref: `p-${i}`, progress: { jobId: m.job.id, workerId: 'bw', leaseId: m.job.leaseId, progress: 50 } });
+      }
+      await seen.until(() => seen.got.filter((m) => m.ack).length === N, `${N} acknowledgements`);
+      assert.ok(seen.got.filter((m) => m.ack).every((m) => m.ack.code === 0));
+      stream.end();
+      await seen.until(() => seen.ended() !== null, 'the end');
+    } finally {
+      process.off('warning', onWarning);
+    }
+    assert.deepEqual(warnings, []);
+  });
+
   test('StreamJobs: a cancelled job comes back down the stream with status cancelled', async () => {
     const { g, key } = await org();
     const { job } = await g.q('Enqueue', { queueName: 'stream-cancel', payload: toStruct({}) });

@@ -75,6 +75,7 @@ export const given = <T extends string | number>(v: T | null | undefined): T | u
 export class OpenStream {
   private live = true;
   private cleanups: Array<() => void> = [];
+  private drained: Promise<void> | null = null;
 
   constructor(
     private readonly ctx: GrpcContext,
@@ -104,12 +105,21 @@ export class OpenStream {
     return p.organizationId;
   }
 
-  /** Resolves once HTTP/2 flow control takes more. */
+  /**
+   * Resolves once the stream takes more. The writes it refuses meanwhile (a burst of acks outruns its buffer) share
+   * one wait for 'drain': a listener each went past the emitter's limit of 10, and every time the count went past
+   * it again Node built a MaxListenersExceededWarning with its stack trace and printed it, some 450 times in
+   * 20,000 jobs of a gRPC worker (docs/BENCHMARKS.md).
+   */
   write(msg: unknown): Promise<void> {
-    return new Promise((resolve) => {
-      if (this.call.write(msg)) resolve();
-      else this.call.once('drain', resolve);
-    });
+    if (this.call.write(msg)) return Promise.resolve();
+    this.drained ??= new Promise<void>((resolve) =>
+      this.call.once('drain', () => {
+        this.drained = null;
+        resolve();
+      }),
+    );
+    return this.drained;
   }
 
   end(): void {
