@@ -431,19 +431,24 @@ describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUIT
     assert.deepEqual(errors, []);
   });
 
-  test('a fail whose answer was lost is sent again: the fails that landed are not lost leases, a truly stale one is', async () => {
+  /** A client whose first fail of each job reaches the node, which does the work (or refuses it), but whose answer never arrives. */
+  function losingFirstFailAnswers(): { c: SluiceClient; dropped: Set<string> } {
     const dropped = new Set<string>();
     const c = clientThrough(n, async (url, _init, send) => {
       const res = await send();
       const id = /^\/api\/v1\/jobs\/([^/]+)\/fail$/.exec(url.pathname)?.[1];
       if (id && !dropped.has(id)) {
-        // The service did the work (or refused it); its answer never arrives.
         dropped.add(id);
         await res.arrayBuffer();
         throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
       }
       return res;
     });
+    return { c, dropped };
+  }
+
+  test('a fail whose answer was lost is sent again: the fails that landed are not lost leases, a truly stale one is', async () => {
+    const { c, dropped } = losingFirstFailAnswers();
     const { ids, gate, lost, completed, failed, errors, worker } = await fiveHeld('b-fail-resent', c, 'the first attempt fails');
     try {
       gate();
@@ -468,17 +473,7 @@ describe('worker over REST: stale items and resent batches', { skip: CLIENT_SUIT
   // expiry, so the job whose lease ran out is not reported as failed (nor is any other whose answer was lost: what
   // may be a lost lease is told as one).
   test("a resent fail whose message is `lease expired` is not read back as landed", async () => {
-    const dropped = new Set<string>();
-    const c = clientThrough(n, async (url, _init, send) => {
-      const res = await send();
-      const id = /^\/api\/v1\/jobs\/([^/]+)\/fail$/.exec(url.pathname)?.[1];
-      if (id && !dropped.has(id)) {
-        dropped.add(id);
-        await res.arrayBuffer();
-        throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
-      }
-      return res;
-    });
+    const { c } = losingFirstFailAnswers();
     const { ids, gate, lost, completed, failed, errors, worker } = await fiveHeld('b-fail-expiry-text', c, 'lease expired');
     try {
       gate();
