@@ -1,4 +1,4 @@
-// The node's event bus: per-organization listeners, listeners of every organization with an interest filter
+// The node's event bus: per-organization listeners, listeners of one or every organization with an interest filter
 // asked before an envelope is built, and one envelope shape for all.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
@@ -28,6 +28,32 @@ test('an organization hears only its own events; a filtered listener of every or
   assert.equal(bus.listeners('org-a'), 0);
   bus.publish('org-a', 'job.created', { job_id: 'j3' });
   assert.equal(a.length, 1);
+});
+
+test("a filtered listener of one organization hears only what it wants, from this node and from its peers", () => {
+  const bus = new EventBus(new ManualClock(Date.UTC(2030, 0, 1)));
+  const cancels: string[] = [];
+  const all: string[] = [];
+  const asked: string[] = [];
+  const off = bus.subscribe('org-a', (e) => cancels.push(`${e.event} ${e.data.job_id}`), (org, event) => {
+    asked.push(`${org} ${event}`);
+    return event === 'job.cancelled';
+  });
+  bus.publish('org-a', 'job.created', { job_id: 'j1' });
+  bus.publish('org-a', 'job.cancelled', { job_id: 'j1' });
+  bus.publish('org-b', 'job.cancelled', { job_id: 'j2' });
+  const peer = (event: string, job: string): SluiceEvent => ({ id: `p-${job}`, event, created_at: '2030-01-01T00:00:00.000Z', organization_id: 'org-a', data: { job_id: job } });
+  bus.fromPeer(peer('job.completed', 'j3'));
+  bus.fromPeer(peer('job.cancelled', 'j4'));
+  assert.deepEqual(cancels, ['job.cancelled j1', 'job.cancelled j4']);
+  assert.deepEqual(asked, ['org-a job.created', 'org-a job.cancelled', 'org-a job.completed', 'org-a job.cancelled']);
+  // An unfiltered listener of the same organization still hears everything; both count as its listeners.
+  bus.subscribe('org-a', (e) => all.push(e.event));
+  bus.publish('org-a', 'job.started', { job_id: 'j5' });
+  assert.deepEqual(all, ['job.started']);
+  assert.equal(bus.listeners('org-a'), 2);
+  off();
+  assert.equal(bus.listeners('org-a'), 1);
 });
 
 test('a listener that throws does not keep the event from the others', () => {

@@ -26,7 +26,7 @@ export interface SluiceEvent {
 
 export type EventListener = (e: SluiceEvent) => void;
 
-/** Asked before an event is built for a listener of every organization: false skips it for that listener. */
+/** Asked before an event is built for a listener: false skips it for that listener (and builds nothing if none wants it). */
 export type EventInterest = (organizationId: string, event: string, data: Record<string, unknown>) => boolean;
 
 /** Where events go for subscribers on other nodes: `wants` says whether any has one for the organization. */
@@ -36,7 +36,7 @@ export interface RemoteSubscribers {
 }
 
 export class EventBus {
-  private readonly byOrg = new Map<string, Set<EventListener>>();
+  private readonly byOrg = new Map<string, Map<EventListener, EventInterest | null>>();
   private readonly everyOrg = new Map<EventListener, EventInterest | null>();
   private readonly ids = new JobIds();
   private remote: RemoteSubscribers | null = null;
@@ -48,8 +48,8 @@ export class EventBus {
   ) {}
 
   /**
-   * Listens to one organization's events (null: every organization's, optionally only those `wants` accepts, so
-   * that the events of organizations nobody watches cost no envelope). Returns the unsubscribe.
+   * Listens to one organization's events (null: every organization's), optionally only those `wants` accepts, so
+   * that events nobody wants cost no envelope (a gRPC stream listens for cancels only). Returns the unsubscribe.
    */
   subscribe(organizationId: string | null, fn: EventListener, wants: EventInterest | null = null): () => void {
     if (organizationId === null) {
@@ -58,10 +58,10 @@ export class EventBus {
     }
     let set = this.byOrg.get(organizationId);
     if (!set) {
-      this.byOrg.set(organizationId, (set = new Set()));
+      this.byOrg.set(organizationId, (set = new Map()));
       for (const l of this.interestListeners) l(organizationId, true);
     }
-    set.add(fn);
+    set.set(fn, wants);
     return () => {
       set.delete(fn);
       if (set.size === 0 && this.byOrg.get(organizationId) === set) {
@@ -85,7 +85,7 @@ export class EventBus {
   /** An event published on another node: for this node's subscribers of its organization, nobody else. */
   fromPeer(e: SluiceEvent): void {
     const set = this.byOrg.get(e.organization_id);
-    if (set) for (const fn of set) this.deliver(fn, e);
+    if (set) for (const [fn, wants] of set) if (wants === null || wants(e.organization_id, e.event, e.data)) this.deliver(fn, e);
   }
 
   /** How many listen to this organization's events in particular (not counting those of every organization). */
@@ -94,14 +94,14 @@ export class EventBus {
   }
 
   publish(organizationId: string, event: string, data: Record<string, unknown>, at: number = this.clock.now()): void {
+    let to: EventListener[] | null = null;
+    for (const [fn, wants] of this.everyOrg) if (wants === null || wants(organizationId, event, data)) (to ??= []).push(fn);
     const set = this.byOrg.get(organizationId);
-    let every: EventListener[] | null = null;
-    for (const [fn, wants] of this.everyOrg) if (wants === null || wants(organizationId, event, data)) (every ??= []).push(fn);
+    if (set) for (const [fn, wants] of set) if (wants === null || wants(organizationId, event, data)) (to ??= []).push(fn);
     const elsewhere = this.remote !== null && this.remote.wants(organizationId);
-    if (every === null && set === undefined && !elsewhere) return;
+    if (to === null && !elsewhere) return;
     const e: SluiceEvent = { id: this.ids.next(at), event, created_at: new Date(at).toISOString(), organization_id: organizationId, data };
-    if (every) for (const fn of every) this.deliver(fn, e);
-    if (set) for (const fn of set) this.deliver(fn, e);
+    if (to) for (const fn of to) this.deliver(fn, e);
     if (elsewhere) this.remote!.send(e);
   }
 

@@ -59,11 +59,15 @@ const HELD_MAX = 10_000;
  */
 function watchCancels(events: EventBus, org: string, onCancel: (jobId: string) => void): { held: Set<string>; stop: () => void } {
   const held = new Set<string>();
-  const stop = events.subscribe(org, (e) => {
-    const id = e.data.job_id as string;
-    if (e.event !== 'job.cancelled' || !held.delete(id)) return;
-    onCancel(id);
-  });
+  const stop = events.subscribe(
+    org,
+    (e) => {
+      const id = e.data.job_id as string;
+      if (held.delete(id)) onCancel(id);
+    },
+    // Cancels only: the organization's other events then cost this stream nothing, not even their envelope.
+    (_org, event) => event === 'job.cancelled',
+  );
   const add = held.add.bind(held);
   held.add = (id: string) => {
     if (held.size >= HELD_MAX) held.delete(held.values().next().value!);
