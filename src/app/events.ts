@@ -29,6 +29,9 @@ export type EventListener = (e: SluiceEvent) => void;
 /** Asked before an event is built for a listener: false skips it for that listener (and builds nothing if none wants it). */
 export type EventInterest = (organizationId: string, event: string, data: Record<string, unknown>) => boolean;
 
+const accepts = (wants: EventInterest | null, organizationId: string, event: string, data: Record<string, unknown>): boolean =>
+  wants === null || wants(organizationId, event, data);
+
 /** Where events go for subscribers on other nodes: `wants` says whether any has one for the organization. */
 export interface RemoteSubscribers {
   wants(organizationId: string): boolean;
@@ -85,7 +88,7 @@ export class EventBus {
   /** An event published on another node: for this node's subscribers of its organization, nobody else. */
   fromPeer(e: SluiceEvent): void {
     const set = this.byOrg.get(e.organization_id);
-    if (set) for (const [fn, wants] of set) if (wants === null || wants(e.organization_id, e.event, e.data)) this.deliver(fn, e);
+    if (set) for (const [fn, wants] of set) if (accepts(wants, e.organization_id, e.event, e.data)) this.deliver(fn, e);
   }
 
   /** How many listen to this organization's events in particular (not counting those of every organization). */
@@ -95,9 +98,9 @@ export class EventBus {
 
   publish(organizationId: string, event: string, data: Record<string, unknown>, at: number = this.clock.now()): void {
     let to: EventListener[] | null = null;
-    for (const [fn, wants] of this.everyOrg) if (wants === null || wants(organizationId, event, data)) (to ??= []).push(fn);
+    for (const [fn, wants] of this.everyOrg) if (accepts(wants, organizationId, event, data)) (to ??= []).push(fn);
     const set = this.byOrg.get(organizationId);
-    if (set) for (const [fn, wants] of set) if (wants === null || wants(organizationId, event, data)) (to ??= []).push(fn);
+    if (set) for (const [fn, wants] of set) if (accepts(wants, organizationId, event, data)) (to ??= []).push(fn);
     const elsewhere = this.remote !== null && this.remote.wants(organizationId);
     if (to === null && !elsewhere) return;
     const e: SluiceEvent = { id: this.ids.next(at), event, created_at: new Date(at).toISOString(), organization_id: organizationId, data };
