@@ -83,6 +83,14 @@ export interface Config {
   readonly clusterSecret: string | null;
   /** Request bodies holding more JSON values (object members and array elements) are refused with 422 unparsed. */
   readonly bodyMaxValues: number;
+  /**
+   * Jobs the node runs through its own HTTP API before it listens (src/warm-up.ts): a fresh process runs its hot
+   * path unoptimised and compiles it under the first seconds of load, which is where a new node's slow answers
+   * came from (docs/BENCHMARKS.md). 0: no warm-up.
+   */
+  readonly warmUpJobs: number;
+  /** The warm-up stops after this long, whatever it has run. */
+  readonly warmUpMs: number;
 }
 
 
@@ -186,6 +194,8 @@ export function loadConfig(env: Env = process.env): Config {
     clusterAdvertise: env.CLUSTER_ADVERTISE ? env.CLUSTER_ADVERTISE : null,
     clusterSecret: env.CLUSTER_SECRET ? env.CLUSTER_SECRET : null,
     bodyMaxValues: int('BODY_MAX_VALUES', 50_000, 1000, 10_000_000),
+    warmUpJobs: int('WARM_UP_JOBS', 2000, 0, 100_000),
+    warmUpMs: int('WARM_UP_MS', 3000, 100, 60_000),
   };
   if (config.jwtSecret !== null && config.jwtSecret.length < 32) problems.push('JWT_SECRET must be at least 32 characters');
   if (config.jwtSecret === null && config.production) problems.push('JWT_SECRET is required when NODE_ENV=production');

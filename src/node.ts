@@ -35,6 +35,7 @@ import { ActorPool, type LinkFactory } from './runtime/actor-pool.js';
 import { Cluster } from './runtime/cluster/cluster.js';
 import { JobPlaces } from './runtime/job-places.js';
 import { Quotas } from './app/quotas.js';
+import { warmUp } from './warm-up.js';
 import { createApp, type App } from './app/app.js';
 import type { AppContext } from './app/context.js';
 import type { Deliveries } from './app/deliveries.js';
@@ -287,6 +288,29 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       maxValues: config.bodyMaxValues,
       observe,
     }).webSocket(eventSocket(streams)));
+    // Before it listens: a fresh process compiles its hot path under its first load (src/warm-up.ts). A manual
+    // clock (tests) would hold the warm-up's long polls until the test moves it.
+    if (!clock.manual) {
+      await warmUp({
+        config,
+        store,
+        actors,
+        clock,
+        log,
+        forgetCredit: (org) => quotas.forget(org),
+        listen: async () => {
+          // Like the node's server, but neither admitting (rate limits, call counts) nor observed (metrics).
+          const s = new HttpServer(router, auth, log, async () => {}, {
+            version: VERSION,
+            isAdminKey: () => false,
+            maxDepth: config.bodyMaxDepth,
+            maxValues: config.bodyMaxValues,
+          });
+          const port = await s.listen('127.0.0.1', 0);
+          return { port, close: () => s.close() };
+        },
+      });
+    }
     metrics.countStreams('sse', () => h0.openStreams.sse);
     metrics.countStreams('websocket', () => h0.openStreams.websocket);
     const port = await http.listen(config.host, config.port);

@@ -30,7 +30,10 @@ export interface StoreLocation {
   dispose(): Promise<void>;
 }
 
-/** A fresh, empty (but migrated, for PGlite) store for one node. */
+/**
+ * A fresh, empty (but migrated, for PGlite) store for one node. Its nodes skip the warm-up (WARM_UP_JOBS=0): it
+ * spends up to seconds per start on what no test measures; test/warm-up.test.ts turns it on.
+ */
 export async function freshStore(): Promise<StoreLocation> {
   fs.mkdirSync(TMP, { recursive: true });
   const dataDir = fs.mkdtempSync(path.join(TMP, 'node-'));
@@ -40,7 +43,7 @@ export async function freshStore(): Promise<StoreLocation> {
     const url = new URL(ADMIN_URL);
     url.pathname = `/${name}`;
     return {
-      env: { DATABASE_URL: url.toString(), DATA_DIR: dataDir },
+      env: { DATABASE_URL: url.toString(), DATA_DIR: dataDir, WARM_UP_JOBS: '0' },
       dispose: async () => {
         await adminQuery(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         fs.rmSync(dataDir, { recursive: true, force: true });
@@ -48,7 +51,7 @@ export async function freshStore(): Promise<StoreLocation> {
     };
   }
   fs.cpSync(await pgliteTemplate(), path.join(dataDir, 'pglite'), { recursive: true });
-  return { env: { DATA_DIR: dataDir }, dispose: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
+  return { env: { DATA_DIR: dataDir, WARM_UP_JOBS: '0' }, dispose: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
 }
 
 async function adminQuery(sql: string): Promise<void> {

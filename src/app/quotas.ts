@@ -94,6 +94,14 @@ export class Quotas {
     await this.pool.askOrg(organizationId, 'resetUsage', {});
   }
 
+  /**
+   * Drops the credit held for an organization about to be deleted (the node's warm-up, src/warm-up.ts) without
+   * giving it back: the actor's write of the returned count would name a row that is gone.
+   */
+  forget(organizationId: string): void {
+    this.credits.delete(organizationId);
+  }
+
   stop(): void {
     clearInterval(this.timer);
     this.returnIdle(Infinity);

@@ -48,6 +48,8 @@ export class ActorPool {
   private router: Router | null = null;
   /** The shards this node owns, told again to a thread that restarts. */
   private shards: Array<[number, string]> | null = null;
+  /** Organizations whose events reach no listener: the node's own warm-up (src/warm-up.ts). */
+  private readonly quiet = new Set<string>();
 
   constructor(
     private readonly config: Config,
@@ -128,6 +130,21 @@ export class ActorPool {
   /** Subscribes to the events of committed groups, from every thread. */
   onEvents(fn: (events: DomainEvent[]) => void): void {
     this.listeners.push(fn);
+  }
+
+  /** Whether this node owns the shard of the actor (every shard is this node's outside a cluster). */
+  serves(org: string, queue: string): boolean {
+    if (this.shards === null) return true;
+    const shard = this.shardOf(org, queue);
+    return this.shards.some(([s]) => s === shard);
+  }
+
+  /**
+   * The organization's events reach no listener from now on: a node's own warm-up is neither counted in its
+   * metrics nor delivered to anyone (it is deleted afterwards, so the set holds one id per warm-up).
+   */
+  silence(org: string): void {
+    this.quiet.add(org);
   }
 
   /** Fires due timers on every thread (manual clock) and waits for what they wrote to commit. */
@@ -227,7 +244,8 @@ export class ActorPool {
     worker.on('message', (batch: ThreadOut[]) => {
       for (const m of batch) {
         if ('events' in m) {
-          for (const fn of this.listeners) fn(m.events);
+          const events = this.quiet.size === 0 ? m.events : m.events.filter((e) => !this.quiet.has(e.organization_id));
+          if (events.length > 0) for (const fn of this.listeners) fn(events);
           continue;
         }
         if ('stats' in m) {

@@ -1,0 +1,214 @@
+// The node's warm-up: before it listens, the node runs WARM_UP_JOBS jobs through its own HTTP API on a private
+// loopback port — enqueued one at a time and in bulk, claimed, completed one at a time and in batch
+// acknowledgements — in an organization of its own, which it then deletes. A fresh process runs its hot path
+// unoptimised and spends about a second of CPU compiling it under the first seconds of load: measured, the first
+// seconds of a new node answered 5–10× slower at the tail than the same node a minute later (docs/BENCHMARKS.md).
+// This moves that cost before the node takes traffic. Everything of it is real (HTTP, auth, actors, journal,
+// store): the jobs are committed like any others. Nothing of it is seen: the organization's slug cannot be
+// registered (it starts with an underscore), its events reach no listener (no metrics, streams, webhooks), its
+// requests are neither rate-limited nor counted, and its rows go with it. A node that stops during its warm-up
+// leaves the organization behind; the next warm-up of any node removes it.
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import { AppError } from './errors.js';
+import type { Log } from './log.js';
+import { newApiKey } from './actors/org/api-key.js';
+import { createOrganization } from './io/db/sql/createOrganization.js';
+import { deleteOrganization } from './io/db/sql/deleteOrganization.js';
+import { WARM_UP_SLUG_PREFIX, warmUpLeftovers } from './io/db/sql/warmUpLeftovers.js';
+import type { Store } from './io/db/store.js';
+import type { ActorPool } from './runtime/actor-pool.js';
+import { ORG_ACTOR } from './runtime/protocol.js';
+
+/** A leftover is an organization whose warm-up began this long ago: a warm-up lasts WARM_UP_MS at most. */
+const LEFTOVER_AGE_MS = 10 * 60_000;
+/** Ids tried for an organization (and names for its queue) whose actors this node serves, in a cluster. */
+const PLACE_TRIES = 10_000;
+
+export interface WarmUpDeps {
+  config: Config;
+  store: Store;
+  actors: ActorPool;
+  clock: Clock;
+  log: Log;
+  /** Drops the admission credit this node holds for an organization (it is about to be deleted). */
+  forgetCredit(org: string): void;
+  /** Starts an HTTP server like the node's, on a private loopback port, for the warm-up's requests alone. */
+  listen(): Promise<{ port: number; close(): Promise<void> }>;
+}
+
+export interface WarmUpReport {
+  jobs: number;
+  ms: number;
+}
+
+/** Runs the warm-up; never throws (a failed warm-up only leaves the node cold). null: none ran. */
+export async function warmUp(d: WarmUpDeps): Promise<WarmUpReport | null> {
+  if (d.config.warmUpJobs === 0) return null;
+  try {
+    await removeLeftovers(d, new Date(d.clock.now() - LEFTOVER_AGE_MS));
+  } catch (err) {
+    d.log.warn('could not remove the organizations of earlier warm-ups', err);
+  }
+  const place = placeOnThisNode(d.actors);
+  if (!place) {
+    d.log.info('no warm-up: this node serves no shard yet');
+    return null;
+  }
+  const { key, digest, prefix } = newApiKey(d.config.production);
+  d.actors.silence(place.org);
+  const started = performance.now();
+  let done = 0;
+  try {
+    await createOrganization(d.store, {
+      id: place.org,
+      name: 'Sluice warm-up (internal; deleted when its node has started)',
+      slug: `${WARM_UP_SLUG_PREFIX}${place.org}`,
+      plan: 'enterprise',
+      keyId: randomUUID(),
+      keyName: 'warm-up',
+      keyDigest: digest,
+      keyPrefix: prefix,
+      at: new Date(d.clock.now()),
+    });
+    const server = await d.listen();
+    try {
+      done = await drive(server.port, key, place.queue, d.config.warmUpJobs, d.config.warmUpMs);
+    } finally {
+      await server.close();
+    }
+  } catch (err) {
+    d.log.warn('the warm-up failed: the node starts cold', err);
+  } finally {
+    await remove(d, { id: place.org, queues: [place.queue], live: null }).catch((err) =>
+      d.log.warn('could not delete the warm-up organization: the next warm-up will', err),
+    );
+  }
+  const report = { jobs: done, ms: Math.round(performance.now() - started) };
+  d.log.info(`warmed up: ${report.jobs} jobs through the API in ${report.ms} ms`, undefined, { jobs: report.jobs, ms: report.ms });
+  return report;
+}
+
+/** An organization id and a queue name whose actors (the queue's and the organization's) live on this node. */
+function placeOnThisNode(actors: ActorPool): { org: string; queue: string } | null {
+  let org: string | null = null;
+  for (let i = 0; i < PLACE_TRIES && org === null; i++) {
+    const id = randomUUID();
+    if (actors.serves(id, ORG_ACTOR)) org = id;
+  }
+  if (org === null) return null;
+  for (let i = 0; i < PLACE_TRIES; i++) if (actors.serves(org, `warm-up-${i}`)) return { org, queue: `warm-up-${i}` };
+  return null;
+}
+
+async function removeLeftovers(d: WarmUpDeps, before: Date): Promise<void> {
+  for (const left of await warmUpLeftovers(d.store, before)) {
+    d.actors.silence(left.id);
+    await remove(d, left);
+    d.log.info('removed the organization of a warm-up that did not finish', undefined, { organization_id: left.id });
+  }
+}
+
+/**
+ * Cancels the organization's live jobs through their actors, deletes its queues the same way (the actors drop
+ * them), then deletes the organization. `live` null: read them from the store.
+ */
+async function remove(d: WarmUpDeps, org: { id: string; queues: string[]; live: Array<{ id: string; queue: string }> | null }): Promise<void> {
+  const live = org.live ?? (await warmUpLeftovers(d.store, null, org.id))[0]?.live ?? [];
+  for (const job of live) await d.actors.ask(org.id, job.queue, 'cancel', { id: job.id });
+  for (const queue of new Set([...org.queues, ...live.map((j) => j.queue)])) {
+    await d.actors.ask(org.id, queue, 'deleteQueue', {}).catch((err: unknown) => {
+      // A queue that was never created (the warm-up stopped before its first job) is not an error.
+      if (!(err instanceof AppError && err.code === 'NOT_FOUND')) throw err;
+    });
+  }
+  d.forgetCredit(org.id);
+  await deleteOrganization(d.store, org.id);
+}
+
+/**
+ * The warm-up's load: half the jobs enqueued one at a time (16 in flight), half in batches of 50; four workers
+ * long-polling for ten jobs at a time, two completing each job on its own, one acknowledging the ten in one
+ * call and one also claiming the next ten with that acknowledgement. Returns the jobs completed.
+ */
+async function drive(port: number, key: string, queue: string, jobs: number, limitMs: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+  const call = (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> =>
+    new Promise((resolve, reject) => {
+      const data = body === undefined ? undefined : JSON.stringify(body);
+      const req = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          method,
+          path,
+          agent,
+          headers: { authorization: `Bearer ${key}`, ...(data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}) },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : null });
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      req.end(data);
+    });
+  const ok = async (method: string, path: string, body?: unknown): Promise<any> => {
+    const r = await call(method, path, body);
+    if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
+    return r.body;
+  };
+  const deadline = performance.now() + limitMs;
+  const over = (): boolean => performance.now() > deadline;
+  let completed = 0;
+  let singles = Math.ceil(jobs / 2);
+  let batched = jobs - singles;
+  const producers = [
+    ...Array.from({ length: 16 }, async () => {
+      while (singles > 0 && !over()) {
+        await ok('POST', '/api/v1/jobs', { queue_name: queue, payload: { n: singles-- } });
+      }
+    }),
+    ...Array.from({ length: 2 }, async () => {
+      while (batched > 0 && !over()) {
+        const n = Math.min(50, batched);
+        batched -= n;
+        await ok('POST', '/api/v1/jobs/bulk', { jobs: Array.from({ length: n }, (_, i) => ({ queue_name: queue, payload: { n: i } })) });
+      }
+    }),
+  ];
+  const workers = [0, 1, 2, 3].map(async (w) => {
+    const worker_id = `warm-up-${w}`;
+    let claimed: any[] = [];
+    while (completed < jobs && !over()) {
+      if (claimed.length === 0) claimed = (await ok('POST', '/api/v1/jobs/claim', { queue_name: queue, worker_id, limit: 10, wait_ms: 100 })).jobs;
+      if (claimed.length === 0) continue;
+      const batch = claimed;
+      claimed = [];
+      if (w < 2) {
+        await Promise.all(batch.map((job) => ok('POST', `/api/v1/jobs/${job.id}/complete`, { worker_id, lease_id: job.lease_id, result: { ok: true } })));
+      } else {
+        const r = await ok('POST', '/api/v1/jobs/complete', {
+          worker_id,
+          jobs: batch.map((job) => ({ id: job.id, lease_id: job.lease_id, result: { ok: true } })),
+          ...(w === 3 ? { claim: { queue_name: queue, limit: 10 } } : {}),
+        });
+        claimed = r.jobs ?? [];
+      }
+      completed += batch.length;
+    }
+  });
+  try {
+    await Promise.all([...producers, ...workers]);
+  } finally {
+    agent.destroy();
+  }
+  return completed;
+}
