@@ -41,6 +41,8 @@ export interface WarmUpDeps {
 
 export interface WarmUpReport {
   jobs: number;
+  /** One per actor host of this node. */
+  queues: number;
   ms: number;
 }
 
@@ -75,32 +77,39 @@ export async function warmUp(d: WarmUpDeps): Promise<WarmUpReport | null> {
     });
     const server = await d.listen();
     try {
-      done = await drive(server.port, key, place.queue, d.config.warmUpJobs, d.config.warmUpMs);
+      done = await drive(server.port, key, place.queues, d.config.warmUpJobs, d.config.warmUpMs);
     } finally {
       await server.close();
     }
   } catch (err) {
     d.log.warn('the warm-up failed: the node starts cold', err);
   } finally {
-    await remove(d, { id: place.org, queues: [place.queue], live: null }).catch((err) =>
+    await remove(d, { id: place.org, queues: place.queues, live: null }).catch((err) =>
       d.log.warn('could not delete the warm-up organization: the next warm-up will', err),
     );
   }
-  const report = { jobs: done, ms: Math.round(performance.now() - started) };
-  d.log.info(`warmed up: ${report.jobs} jobs through the API in ${report.ms} ms`, undefined, { jobs: report.jobs, ms: report.ms });
+  const report = { jobs: done, queues: place.queues.length, ms: Math.round(performance.now() - started) };
+  d.log.info(`warmed up: ${report.jobs} jobs through the API in ${report.ms} ms`, undefined, report);
   return report;
 }
 
-/** An organization id and a queue name whose actors (the queue's and the organization's) live on this node. */
-function placeOnThisNode(actors: ActorPool): { org: string; queue: string } | null {
+/**
+ * An organization id whose actor lives on this node, and for each of this node's actor hosts (threads) a queue
+ * whose actor lives there: every host's code is warmed, not only one's.
+ */
+function placeOnThisNode(actors: ActorPool): { org: string; queues: string[] } | null {
   let org: string | null = null;
   for (let i = 0; i < PLACE_TRIES && org === null; i++) {
     const id = randomUUID();
-    if (actors.serves(id, ORG_ACTOR)) org = id;
+    if (actors.hostOf(id, ORG_ACTOR) !== null) org = id;
   }
   if (org === null) return null;
-  for (let i = 0; i < PLACE_TRIES; i++) if (actors.serves(org, `warm-up-${i}`)) return { org, queue: `warm-up-${i}` };
-  return null;
+  const byHost = new Map<number, string>();
+  for (let i = 0; i < PLACE_TRIES && byHost.size < actors.hosts; i++) {
+    const host = actors.hostOf(org, `warm-up-${i}`);
+    if (host !== null && !byHost.has(host)) byHost.set(host, `warm-up-${i}`);
+  }
+  return byHost.size === 0 ? null : { org, queues: [...byHost.values()] };
 }
 
 async function removeLeftovers(d: WarmUpDeps, before: Date): Promise<void> {
@@ -129,12 +138,13 @@ async function remove(d: WarmUpDeps, org: { id: string; queues: string[]; live: 
 }
 
 /**
- * The warm-up's load: half the jobs enqueued one at a time (16 in flight), half in batches of 50; four workers
- * long-polling for ten jobs at a time, two completing each job on its own, one acknowledging the ten in one
- * call and one also claiming the next ten with that acknowledgement. Returns the jobs completed.
+ * The warm-up's load, spread over the queues: half the jobs enqueued one at a time (16 in flight), half in batches
+ * of 50; per queue four workers long-polling for ten jobs at a time, two completing each job on its own, one
+ * acknowledging the ten in one call and one also claiming the next ten with that acknowledgement. Returns the jobs
+ * completed. The first failure stops every loop.
  */
-async function drive(port: number, key: string, queue: string, jobs: number, limitMs: number): Promise<number> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 32 });
+async function drive(port: number, key: string, queues: string[], jobs: number, limitMs: number): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const call = (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> =>
     new Promise((resolve, reject) => {
       const data = body === undefined ? undefined : JSON.stringify(body);
@@ -160,55 +170,76 @@ async function drive(port: number, key: string, queue: string, jobs: number, lim
       req.on('error', reject);
       req.end(data);
     });
+  let failed = false;
   const ok = async (method: string, path: string, body?: unknown): Promise<any> => {
     const r = await call(method, path, body);
     if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body;
   };
   const deadline = performance.now() + limitMs;
-  const over = (): boolean => performance.now() > deadline;
+  const over = (): boolean => failed || performance.now() > deadline;
+  const loop = async (body: () => Promise<void>): Promise<void> => {
+    try {
+      await body();
+    } catch (err) {
+      failed = true;
+      throw err;
+    }
+  };
+  const queueOf = (n: number): string => queues[n % queues.length]!;
   let completed = 0;
   let singles = Math.ceil(jobs / 2);
   let batched = jobs - singles;
+  let batches = 0;
   const producers = [
-    ...Array.from({ length: 16 }, async () => {
-      while (singles > 0 && !over()) {
-        await ok('POST', '/api/v1/jobs', { queue_name: queue, payload: { n: singles-- } });
-      }
-    }),
-    ...Array.from({ length: 2 }, async () => {
-      while (batched > 0 && !over()) {
-        const n = Math.min(50, batched);
-        batched -= n;
-        await ok('POST', '/api/v1/jobs/bulk', { jobs: Array.from({ length: n }, (_, i) => ({ queue_name: queue, payload: { n: i } })) });
-      }
-    }),
+    ...Array.from({ length: 16 }, () =>
+      loop(async () => {
+        while (singles > 0 && !over()) {
+          const n = singles--;
+          await ok('POST', '/api/v1/jobs', { queue_name: queueOf(n), payload: { n } });
+        }
+      }),
+    ),
+    ...Array.from({ length: 2 }, () =>
+      loop(async () => {
+        while (batched > 0 && !over()) {
+          const n = Math.min(50, batched);
+          batched -= n;
+          const queue = queueOf(batches++);
+          await ok('POST', '/api/v1/jobs/bulk', { jobs: Array.from({ length: n }, (_, i) => ({ queue_name: queue, payload: { n: i } })) });
+        }
+      }),
+    ),
   ];
-  const workers = [0, 1, 2, 3].map(async (w) => {
-    const worker_id = `warm-up-${w}`;
-    let claimed: any[] = [];
-    while (completed < jobs && !over()) {
-      if (claimed.length === 0) claimed = (await ok('POST', '/api/v1/jobs/claim', { queue_name: queue, worker_id, limit: 10, wait_ms: 100 })).jobs;
-      if (claimed.length === 0) continue;
-      const batch = claimed;
-      claimed = [];
-      if (w < 2) {
-        await Promise.all(batch.map((job) => ok('POST', `/api/v1/jobs/${job.id}/complete`, { worker_id, lease_id: job.lease_id, result: { ok: true } })));
-      } else {
-        const r = await ok('POST', '/api/v1/jobs/complete', {
-          worker_id,
-          jobs: batch.map((job) => ({ id: job.id, lease_id: job.lease_id, result: { ok: true } })),
-          ...(w === 3 ? { claim: { queue_name: queue, limit: 10 } } : {}),
-        });
-        claimed = r.jobs ?? [];
-      }
-      completed += batch.length;
-    }
-  });
-  try {
-    await Promise.all([...producers, ...workers]);
-  } finally {
-    agent.destroy();
-  }
+  const workers = queues.flatMap((queue) =>
+    [0, 1, 2, 3].map((w) =>
+      loop(async () => {
+        const worker_id = `warm-up-${w}`;
+        let claimed: any[] = [];
+        while (completed < jobs && !over()) {
+          if (claimed.length === 0) claimed = (await ok('POST', '/api/v1/jobs/claim', { queue_name: queue, worker_id, limit: 10, wait_ms: 100 })).jobs;
+          if (claimed.length === 0) continue;
+          const batch = claimed;
+          claimed = [];
+          if (w < 2) {
+            await Promise.all(batch.map((job) => ok('POST', `/api/v1/jobs/${job.id}/complete`, { worker_id, lease_id: job.lease_id, result: { ok: true } })));
+          } else {
+            const r = await ok('POST', '/api/v1/jobs/complete', {
+              worker_id,
+              jobs: batch.map((job) => ({ id: job.id, lease_id: job.lease_id, result: { ok: true } })),
+              ...(w === 3 ? { claim: { queue_name: queue, limit: 10 } } : {}),
+            });
+            claimed = r.jobs ?? [];
+          }
+          completed += batch.length;
+        }
+      }),
+    ),
+  );
+  // Every loop has ended before the organization is removed: none has a request in flight that could add a job.
+  const ended = await Promise.allSettled([...producers, ...workers]);
+  agent.destroy();
+  const failure = ended.find((e) => e.status === 'rejected');
+  if (failure) throw failure.reason;
   return completed;
 }

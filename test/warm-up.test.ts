@@ -19,7 +19,7 @@ interface Started {
   lines: Array<Record<string, unknown>>;
 }
 
-async function start(store: StoreLocation, warmUpJobs: number): Promise<Started> {
+async function start(store: StoreLocation, warmUpJobs: number, warmUpMs = 30_000): Promise<Started> {
   const lines: Array<Record<string, unknown>> = [];
   const config = loadConfig({
     HOST: '127.0.0.1',
@@ -30,7 +30,7 @@ async function start(store: StoreLocation, warmUpJobs: number): Promise<Started>
     ...store.env,
     WARM_UP_JOBS: String(warmUpJobs),
     // Generous: a slow machine must not cut the warm-up short, which the first test counts.
-    WARM_UP_MS: '30000',
+    WARM_UP_MS: String(warmUpMs),
   });
   const node = await startNode({ config, log: createLog('info', 'json', (l) => lines.push(JSON.parse(l) as Record<string, unknown>)) });
   return { node, lines };
@@ -79,6 +79,7 @@ describe('warm-up', () => {
     const listening = lines.findIndex((l) => String(l.msg).startsWith('listening on'));
     assert.ok(warmed >= 0, 'a warm-up line');
     assert.equal(lines[warmed]!.jobs, 300, 'every job of the warm-up completed');
+    assert.equal(lines[warmed]!.queues, node.pool.hosts, 'a queue on each actor host');
     assert.ok(warmed < listening, 'the warm-up ran before the node listened');
 
     assert.deepEqual(await leftovers(node), NOTHING);
@@ -87,6 +88,18 @@ describe('warm-up', () => {
     assert.doesNotMatch(metrics, /^sluice_job_events_total\{[^}]*\} [1-9]/m);
     assert.doesNotMatch(metrics, /^sluice_http_requests_total\{[^}]*route="\/api\/v1\/jobs[^}]*\} [1-9]/m);
 
+    await works(node, node.bootstrapKey!);
+    assert.deepEqual(loud(lines), []);
+  });
+
+  test('a warm-up cut short by its time cancels the jobs it left and leaves nothing either', async () => {
+    const store = await freshStore();
+    cleanup.push(() => store.dispose());
+    const { node, lines } = await start(store, 100_000, 300);
+    cleanup.push(() => node.stop());
+    const warmed = lines.find((l) => String(l.msg).startsWith('warmed up:'));
+    assert.ok(warmed && Number(warmed.jobs) < 100_000, `cut short: ${JSON.stringify(warmed)}`);
+    assert.deepEqual(await leftovers(node), NOTHING);
     await works(node, node.bootstrapKey!);
     assert.deepEqual(loud(lines), []);
   });

@@ -132,11 +132,19 @@ export class ActorPool {
     this.listeners.push(fn);
   }
 
-  /** Whether this node owns the shard of the actor (every shard is this node's outside a cluster). */
-  serves(org: string, queue: string): boolean {
-    if (this.shards === null) return true;
+  /**
+   * The actor host (thread) of this node that runs the actor, or null when another node owns its shard (every
+   * shard is this node's outside a cluster).
+   */
+  hostOf(org: string, queue: string): number | null {
     const shard = this.shardOf(org, queue);
-    return this.shards.some(([s]) => s === shard);
+    if (this.shards !== null && !this.shards.some(([s]) => s === shard)) return null;
+    return threadOf(shard, this.threads.length);
+  }
+
+  /** The actor hosts (threads) of this node. */
+  get hosts(): number {
+    return this.threads.length;
   }
 
   /**
