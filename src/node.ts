@@ -299,15 +299,16 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         log,
         forgetCredit: (org) => quotas.forget(org),
         listen: async () => {
-          // Like the node's server, but neither admitting (rate limits, call counts) nor observed (metrics).
+          // Like the node's servers, but neither admitting (rate limits, call counts) nor observed (metrics).
           const s = new HttpServer(router, auth, log, async () => {}, {
             version: VERSION,
             isAdminKey: () => false,
             maxDepth: config.bodyMaxDepth,
             maxValues: config.bodyMaxValues,
           });
-          const port = await s.listen('127.0.0.1', 0);
-          return { port, close: () => s.close() };
+          const gs = new GrpcServer({ app, admit: async () => {}, log }, undefined, { keepaliveMs: 0, keepaliveTimeoutMs: 0 });
+          const ports = { http: await s.listen('127.0.0.1', 0), grpc: await gs.listen('127.0.0.1', 0) };
+          return { ...ports, close: async () => void (await Promise.all([s.close(), gs.stop()])) };
         },
       });
     }

@@ -1,6 +1,7 @@
-// The node's warm-up: before it listens, the node runs WARM_UP_JOBS jobs through its own HTTP API on a private
-// loopback port — enqueued one at a time and in bulk, claimed, completed one at a time and in batch
-// acknowledgements — in an organization of its own, which it then deletes. A fresh process runs its hot path
+// The node's warm-up: before it listens, the node runs WARM_UP_JOBS jobs through its own APIs on private loopback
+// ports — over HTTP enqueued one at a time and in bulk, claimed, completed one at a time and in batch
+// acknowledgements; an eighth over gRPC, enqueued by the unary call and worked through ProcessJobs streams — in an
+// organization of its own, which it then deletes. A fresh process runs its hot path
 // unoptimised and spends about a second of CPU compiling it under the first seconds of load: measured, the first
 // seconds of a new node answered 5–10× slower at the tail than the same node a minute later (docs/BENCHMARKS.md).
 // This moves that cost before the node takes traffic. Everything of it is real (HTTP, auth, actors, journal,
@@ -10,6 +11,7 @@
 // leaves the organization behind; the next warm-up of any node removes it.
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { credentials, Metadata, type ClientDuplexStream } from '@grpc/grpc-js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import { AppError } from './errors.js';
@@ -18,6 +20,7 @@ import { newApiKey } from './actors/org/api-key.js';
 import { createOrganization } from './io/db/sql/createOrganization.js';
 import { deleteOrganization } from './io/db/sql/deleteOrganization.js';
 import { WARM_UP_SLUG_PREFIX, warmUpLeftovers } from './io/db/sql/warmUpLeftovers.js';
+import { loadQueueV1 } from './io/grpc/proto.js';
 import type { Store } from './io/db/store.js';
 import type { ActorPool } from './runtime/actor-pool.js';
 import { ORG_ACTOR } from './runtime/protocol.js';
@@ -35,13 +38,15 @@ export interface WarmUpDeps {
   log: Log;
   /** Drops the admission credit this node holds for an organization (it is about to be deleted). */
   forgetCredit(org: string): void;
-  /** Starts an HTTP server like the node's, on a private loopback port, for the warm-up's requests alone. */
-  listen(): Promise<{ port: number; close(): Promise<void> }>;
+  /** Starts HTTP and gRPC servers like the node's, on private loopback ports, for the warm-up's requests alone. */
+  listen(): Promise<{ http: number; grpc: number; close(): Promise<void> }>;
 }
 
 export interface WarmUpReport {
+  /** Jobs completed over HTTP and over gRPC. */
   jobs: number;
-  /** One per actor host of this node. */
+  grpc: number;
+  /** One per actor host of this node and API. */
   queues: number;
   ms: number;
 }
@@ -63,6 +68,7 @@ export async function warmUp(d: WarmUpDeps): Promise<WarmUpReport | null> {
   d.actors.silence(place.org);
   const started = performance.now();
   let done = 0;
+  let viaGrpc = 0;
   try {
     await createOrganization(d.store, {
       id: place.org,
@@ -75,41 +81,50 @@ export async function warmUp(d: WarmUpDeps): Promise<WarmUpReport | null> {
       keyPrefix: prefix,
       at: new Date(d.clock.now()),
     });
-    const server = await d.listen();
+    const servers = await d.listen();
     try {
-      done = await drive(server.port, key, place.queues, d.config.warmUpJobs, d.config.warmUpMs);
+      const deadline = performance.now() + d.config.warmUpMs;
+      const grpcJobs = Math.floor(d.config.warmUpJobs / 8);
+      [done, viaGrpc] = await Promise.all([
+        driveHttp(servers.http, key, place.queues, d.config.warmUpJobs - grpcJobs, deadline),
+        driveGrpc(servers.grpc, key, place.grpcQueues, grpcJobs, deadline),
+      ]);
     } finally {
-      await server.close();
+      await servers.close();
     }
   } catch (err) {
     d.log.warn('the warm-up failed: the node starts cold', err);
   } finally {
-    await remove(d, { id: place.org, queues: place.queues, live: null }).catch((err) =>
+    await remove(d, { id: place.org, queues: [...place.queues, ...place.grpcQueues], live: null }).catch((err) =>
       d.log.warn('could not delete the warm-up organization: the next warm-up will', err),
     );
   }
-  const report = { jobs: done, queues: place.queues.length, ms: Math.round(performance.now() - started) };
-  d.log.info(`warmed up: ${report.jobs} jobs through the API in ${report.ms} ms`, undefined, report);
+  const report = { jobs: done + viaGrpc, grpc: viaGrpc, queues: place.queues.length + place.grpcQueues.length, ms: Math.round(performance.now() - started) };
+  d.log.info(`warmed up: ${report.jobs} jobs through the APIs (${report.grpc} over gRPC) in ${report.ms} ms`, undefined, report);
   return report;
 }
 
 /**
  * An organization id whose actor lives on this node, and for each of this node's actor hosts (threads) a queue
- * whose actor lives there: every host's code is warmed, not only one's.
+ * whose actor lives there, one set for each API: every host's code is warmed, not only one's.
  */
-function placeOnThisNode(actors: ActorPool): { org: string; queues: string[] } | null {
+function placeOnThisNode(actors: ActorPool): { org: string; queues: string[]; grpcQueues: string[] } | null {
   let org: string | null = null;
   for (let i = 0; i < PLACE_TRIES && org === null; i++) {
     const id = randomUUID();
     if (actors.hostOf(id, ORG_ACTOR) !== null) org = id;
   }
   if (org === null) return null;
-  const byHost = new Map<number, string>();
-  for (let i = 0; i < PLACE_TRIES && byHost.size < actors.hosts; i++) {
-    const host = actors.hostOf(org, `warm-up-${i}`);
-    if (host !== null && !byHost.has(host)) byHost.set(host, `warm-up-${i}`);
-  }
-  return byHost.size === 0 ? null : { org, queues: [...byHost.values()] };
+  const perHost = (prefix: string): string[] => {
+    const byHost = new Map<number, string>();
+    for (let i = 0; i < PLACE_TRIES && byHost.size < actors.hosts; i++) {
+      const host = actors.hostOf(org, `${prefix}-${i}`);
+      if (host !== null && !byHost.has(host)) byHost.set(host, `${prefix}-${i}`);
+    }
+    return [...byHost.values()];
+  };
+  const queues = perHost('warm-up');
+  return queues.length === 0 ? null : { org, queues, grpcQueues: perHost('warm-up-grpc') };
 }
 
 async function removeLeftovers(d: WarmUpDeps, before: Date): Promise<void> {
@@ -138,12 +153,12 @@ async function remove(d: WarmUpDeps, org: { id: string; queues: string[]; live: 
 }
 
 /**
- * The warm-up's load, spread over the queues: half the jobs enqueued one at a time (16 in flight), half in batches
+ * The warm-up's HTTP load, spread over the queues: half the jobs enqueued one at a time (16 in flight), half in batches
  * of 50; per queue four workers long-polling for ten jobs at a time, two completing each job on its own, one
  * acknowledging the ten in one call and one also claiming the next ten with that acknowledgement. Returns the jobs
  * completed. The first failure stops every loop.
  */
-async function drive(port: number, key: string, queues: string[], jobs: number, limitMs: number): Promise<number> {
+async function driveHttp(port: number, key: string, queues: string[], jobs: number, deadline: number): Promise<number> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const call = (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> =>
     new Promise((resolve, reject) => {
@@ -176,7 +191,6 @@ async function drive(port: number, key: string, queues: string[], jobs: number, 
     if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body;
   };
-  const deadline = performance.now() + limitMs;
   const over = (): boolean => failed || performance.now() > deadline;
   const loop = async (body: () => Promise<void>): Promise<void> => {
     try {
@@ -241,5 +255,72 @@ async function drive(port: number, key: string, queues: string[], jobs: number, 
   agent.destroy();
   const failure = ended.find((e) => e.status === 'rejected');
   if (failure) throw failure.reason;
+  return completed;
+}
+
+/**
+ * The warm-up's gRPC load: `jobs` enqueued by the unary Enqueue (16 in flight), worked by one ProcessJobs stream per
+ * queue that keeps 20 jobs asked for and completes each on the stream. Returns the jobs completed.
+ */
+async function driveGrpc(port: number, key: string, queues: string[], jobs: number, deadline: number): Promise<number> {
+  if (jobs === 0 || queues.length === 0) return 0;
+  const client = new (loadQueueV1().QueueService)(`127.0.0.1:${port}`, credentials.createInsecure()) as any;
+  const md = new Metadata();
+  md.set('x-api-key', key);
+  let failed: Error | null = null;
+  const over = (): boolean => failed !== null || performance.now() > deadline;
+  let completed = 0;
+  let toSend = jobs;
+  const producers = Array.from({ length: 16 }, async () => {
+    while (toSend > 0 && !over()) {
+      const n = toSend--;
+      await new Promise<void>((resolve, reject) =>
+        client.Enqueue({ queueName: queues[n % queues.length], payload: { fields: { n: { numberValue: n } } } }, md, (err: Error | null) =>
+          err ? reject(err) : resolve(),
+        ),
+      ).catch((err: Error) => {
+        failed = err;
+      });
+    }
+  });
+  const streams = queues.map(
+    (queue) =>
+      new Promise<void>((resolve) => {
+        const call: ClientDuplexStream<any, any> = client.ProcessJobs(md);
+        let ref = 0;
+        let freed = 0;
+        const ask = (n: number) => call.write({ ref: String(ref++), claim: { queueName: queue, workerId: 'warm-up-grpc', batchSize: n } });
+        const finish = () => {
+          clearInterval(watch);
+          call.cancel();
+          resolve();
+        };
+        // A stream waiting for jobs that will not come (the time is up, or the others took them) is ended from here.
+        const watch = setInterval(() => {
+          if (over() || completed >= jobs) finish();
+        }, 20);
+        call.on('data', (m: any) => {
+          if (m.job) {
+            call.write({ ref: String(ref++), complete: { jobId: m.job.id, workerId: 'warm-up-grpc', leaseId: m.job.leaseId, result: { fields: { ok: { boolValue: true } } } } });
+          } else if (m.ack?.complete) {
+            completed++;
+            if (++freed >= 10 && !over()) {
+              ask(freed);
+              freed = 0;
+            }
+          }
+        });
+        call.on('error', (err: Error & { code?: number }) => {
+          // CANCELLED (1) is this side's own cancel.
+          if (err.code !== 1) failed ??= err;
+          finish();
+        });
+        call.on('end', finish);
+        ask(20);
+      }),
+  );
+  await Promise.all([...producers, ...streams]);
+  client.close();
+  if (failed) throw failed;
   return completed;
 }

@@ -1,4 +1,4 @@
-// The node's warm-up (src/warm-up.ts): before it listens it runs jobs through its own API in an organization of its
+// The node's warm-up (src/warm-up.ts): before it listens it runs jobs through its own APIs in an organization of its
 // own, and nothing of that is left to see afterwards — no organization, job, queue, key or usage row, no metric, no
 // log line above info — while the node then works as any other. An organization left by a node that stopped during
 // its warm-up (its queue actor holding live jobs once the next node rebuilds it) is removed by the next warm-up.
@@ -72,23 +72,34 @@ describe('warm-up', () => {
   test('runs jobs through the API before the node listens, and leaves nothing behind', async () => {
     const store = await freshStore();
     cleanup.push(() => store.dispose());
-    const { node, lines } = await start(store, 300);
+    const { node, lines } = await start(store, 320);
     cleanup.push(() => node.stop());
 
     const warmed = lines.findIndex((l) => String(l.msg).startsWith('warmed up:'));
     const listening = lines.findIndex((l) => String(l.msg).startsWith('listening on'));
     assert.ok(warmed >= 0, 'a warm-up line');
-    assert.equal(lines[warmed]!.jobs, 300, 'every job of the warm-up completed');
-    assert.equal(lines[warmed]!.queues, node.pool.hosts, 'a queue on each actor host');
+    assert.equal(lines[warmed]!.jobs, 320, 'every job of the warm-up completed');
+    assert.equal(lines[warmed]!.grpc, 40, 'an eighth of them over gRPC');
+    assert.equal(lines[warmed]!.queues, 2 * node.pool.hosts, 'a queue on each actor host for each API');
     assert.ok(warmed < listening, 'the warm-up ran before the node listened');
 
     assert.deepEqual(await leftovers(node), NOTHING);
-    // Its events reached no listener: the node's job metrics have not counted a job.
-    const metrics = await (await fetch(`${node.url}/metrics`)).text();
-    assert.doesNotMatch(metrics, /^sluice_job_events_total\{[^}]*\} [1-9]/m);
-    assert.doesNotMatch(metrics, /^sluice_http_requests_total\{[^}]*route="\/api\/v1\/jobs[^}]*\} [1-9]/m);
+    // Its events reached no listener and its requests were not observed: the node's metrics have counted nothing of
+    // it. The same patterns match once the node has done one job of its own (they are not vacuous).
+    const counted = [
+      /^sluice_job_events_total\{[^}]*\} [1-9]/m,
+      /^sluice_job_wait_seconds_count [1-9]/m,
+      /^sluice_api_requests_total\{[^}]*\} [1-9]/m,
+      /^sluice_http_request_duration_seconds_count\{[^}]*route="\/api\/v1\/jobs[^}]*\} [1-9]/m,
+    ];
+    const metrics = async () => (await fetch(`${node.url}/metrics`)).text();
+    const before = await metrics();
+    for (const re of counted) assert.doesNotMatch(before, re);
+    assert.doesNotMatch(before, /^sluice_grpc_request_duration_seconds_count\{[^}]*\} [1-9]/m);
 
     await works(node, node.bootstrapKey!);
+    const after = await metrics();
+    for (const re of counted) assert.match(after, re);
     assert.deepEqual(loud(lines), []);
   });
 
