@@ -51,6 +51,12 @@ export interface WarmUpReport {
   ms: number;
 }
 
+/** When the warm-up's loops stop: at the deadline (performance.now()), or at the first failure of any. */
+interface Limit {
+  deadline: number;
+  failed: boolean;
+}
+
 /** Runs the warm-up; never throws (a failed warm-up only leaves the node cold). null: none ran. */
 export async function warmUp(d: WarmUpDeps): Promise<WarmUpReport | null> {
   if (d.config.warmUpJobs === 0) return null;
@@ -83,12 +89,16 @@ export async function warmUp(d: WarmUpDeps): Promise<WarmUpReport | null> {
     });
     const servers = await d.listen();
     try {
-      const deadline = performance.now() + d.config.warmUpMs;
+      const limit: Limit = { deadline: performance.now() + d.config.warmUpMs, failed: false };
       const grpcJobs = Math.floor(d.config.warmUpJobs / 8);
-      [done, viaGrpc] = await Promise.all([
-        driveHttp(servers.http, key, place.queues, d.config.warmUpJobs - grpcJobs, deadline),
-        driveGrpc(servers.grpc, key, place.grpcQueues, grpcJobs, deadline),
+      // Both parts end before the servers close and the organization goes (the first failure ends both).
+      const [viaHttp, grpc] = await Promise.allSettled([
+        driveHttp(servers.http, key, place.queues, d.config.warmUpJobs - grpcJobs, limit),
+        driveGrpc(servers.grpc, key, place.grpcQueues, grpcJobs, limit),
       ]);
+      if (viaHttp.status === 'rejected') throw viaHttp.reason;
+      if (grpc.status === 'rejected') throw grpc.reason;
+      [done, viaGrpc] = [viaHttp.value, grpc.value];
     } finally {
       await servers.close();
     }
@@ -158,7 +168,7 @@ async function remove(d: WarmUpDeps, org: { id: string; queues: string[]; live: 
  * acknowledging the ten in one call and one also claiming the next ten with that acknowledgement. Returns the jobs
  * completed. The first failure stops every loop.
  */
-async function driveHttp(port: number, key: string, queues: string[], jobs: number, deadline: number): Promise<number> {
+async function driveHttp(port: number, key: string, queues: string[], jobs: number, limit: Limit): Promise<number> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const call = (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> =>
     new Promise((resolve, reject) => {
@@ -185,18 +195,17 @@ async function driveHttp(port: number, key: string, queues: string[], jobs: numb
       req.on('error', reject);
       req.end(data);
     });
-  let failed = false;
   const ok = async (method: string, path: string, body?: unknown): Promise<any> => {
     const r = await call(method, path, body);
     if (r.status >= 300) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(r.body)}`);
     return r.body;
   };
-  const over = (): boolean => failed || performance.now() > deadline;
+  const over = (): boolean => limit.failed || performance.now() > limit.deadline;
   const loop = async (body: () => Promise<void>): Promise<void> => {
     try {
       await body();
     } catch (err) {
-      failed = true;
+      limit.failed = true;
       throw err;
     }
   };
@@ -262,13 +271,17 @@ async function driveHttp(port: number, key: string, queues: string[], jobs: numb
  * The warm-up's gRPC load: `jobs` enqueued by the unary Enqueue (16 in flight), worked by one ProcessJobs stream per
  * queue that keeps 20 jobs asked for and completes each on the stream. Returns the jobs completed.
  */
-async function driveGrpc(port: number, key: string, queues: string[], jobs: number, deadline: number): Promise<number> {
+async function driveGrpc(port: number, key: string, queues: string[], jobs: number, limit: Limit): Promise<number> {
   if (jobs === 0 || queues.length === 0) return 0;
   const client = new (loadQueueV1().QueueService)(`127.0.0.1:${port}`, credentials.createInsecure()) as any;
   const md = new Metadata();
   md.set('x-api-key', key);
   let failed: Error | null = null;
-  const over = (): boolean => failed !== null || performance.now() > deadline;
+  const fail = (err: Error): void => {
+    failed ??= err;
+    limit.failed = true;
+  };
+  const over = (): boolean => limit.failed || performance.now() > limit.deadline;
   let completed = 0;
   let toSend = jobs;
   const producers = Array.from({ length: 16 }, async () => {
@@ -278,9 +291,7 @@ async function driveGrpc(port: number, key: string, queues: string[], jobs: numb
         client.Enqueue({ queueName: queues[n % queues.length], payload: { fields: { n: { numberValue: n } } } }, md, (err: Error | null) =>
           err ? reject(err) : resolve(),
         ),
-      ).catch((err: Error) => {
-        failed = err;
-      });
+      ).catch(fail);
     }
   });
   const streams = queues.map(
@@ -312,7 +323,7 @@ async function driveGrpc(port: number, key: string, queues: string[], jobs: numb
         });
         call.on('error', (err: Error & { code?: number }) => {
           // CANCELLED (1) is this side's own cancel.
-          if (err.code !== 1) failed ??= err;
+          if (err.code !== 1) fail(err);
           finish();
         });
         call.on('end', finish);
