@@ -1,10 +1,10 @@
 // The node's warm-up: before it listens, the node runs WARM_UP_JOBS jobs through its own APIs on private loopback
 // ports — over HTTP enqueued one at a time and in bulk, claimed, completed one at a time and in batch
 // acknowledgements; an eighth over gRPC, enqueued by the unary call and worked through ProcessJobs streams — in an
-// organization of its own, which it then deletes. A fresh process runs its hot path
-// unoptimised and spends about a second of CPU compiling it under the first seconds of load: measured, the first
-// seconds of a new node answered 5–10× slower at the tail than the same node a minute later (docs/BENCHMARKS.md).
-// This moves that cost before the node takes traffic. Everything of it is real (HTTP, auth, actors, journal,
+// organization of its own, which it then deletes. A fresh process runs its hot path unoptimised and compiles it
+// under its first seconds of load: measured, a new node's first second answered with a p90 ten times its later
+// seconds', and its latency p99 was twice a warmed node's (docs/BENCHMARKS.md). This moves that cost before the
+// node takes traffic. Everything of it is real (HTTP, auth, actors, journal,
 // store): the jobs are committed like any others. Nothing of it is seen: the organization's slug cannot be
 // registered (it starts with an underscore), its events reach no listener (no metrics, streams, webhooks), its
 // requests are neither rate-limited nor counted, and its rows go with it. A node that stops during its warm-up
