@@ -295,6 +295,7 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
         config,
         store,
         actors,
+        queues: app.queues,
         clock,
         log,
         forgetCredit: (org) => quotas.forget(org),

@@ -22,6 +22,7 @@ import { deleteOrganization } from './io/db/sql/deleteOrganization.js';
 import { WARM_UP_SLUG_PREFIX, warmUpLeftovers } from './io/db/sql/warmUpLeftovers.js';
 import { loadQueueV1 } from './io/grpc/proto.js';
 import type { Store } from './io/db/store.js';
+import type { Queues } from './app/queues.js';
 import type { ActorPool } from './runtime/actor-pool.js';
 import { ORG_ACTOR } from './runtime/protocol.js';
 
@@ -34,6 +35,8 @@ export interface WarmUpDeps {
   config: Config;
   store: Store;
   actors: ActorPool;
+  /** Deletes the warm-up's queues (their actors drop them). */
+  queues: Pick<Queues, 'delete'>;
   clock: Clock;
   log: Log;
   /** Drops the admission credit this node holds for an organization (it is about to be deleted). */
@@ -151,9 +154,11 @@ async function removeLeftovers(d: WarmUpDeps, before: Date): Promise<void> {
  */
 async function remove(d: WarmUpDeps, org: { id: string; queues: string[]; live: Array<{ id: string; queue: string }> | null }): Promise<void> {
   const live = org.live ?? (await warmUpLeftovers(d.store, null, org.id))[0]?.live ?? [];
+  // Straight to the actor, not Jobs.cancel: the queue is known (no lookup per job), and a job that finished
+  // meanwhile (null) is no error here.
   for (const job of live) await d.actors.ask(org.id, job.queue, 'cancel', { id: job.id });
   for (const queue of new Set([...org.queues, ...live.map((j) => j.queue)])) {
-    await d.actors.ask(org.id, queue, 'deleteQueue', {}).catch((err: unknown) => {
+    await d.queues.delete(org.id, queue).catch((err: unknown) => {
       // A queue that was never created (the warm-up stopped before its first job) is not an error.
       if (!(err instanceof AppError && err.code === 'NOT_FOUND')) throw err;
     });
