@@ -29,7 +29,7 @@ for (const [mode, threads] of [['one actor thread', '1'], ['the actors on the ma
   describe(mode, () => {
     let n: TestNode;
     before(async () => {
-      n = await startTestNode({ env: { ACTOR_THREADS: threads } });
+      n = await startTestNode({ env: { ACTOR_THREADS: threads, BODY_MAX_DEPTH: '1000' } });
     });
     after(() => n.stop());
 
@@ -77,6 +77,18 @@ for (const [mode, threads] of [['one actor thread', '1'], ['the actors on the ma
       const limits = { ...usage.limits };
       for (const k of Object.keys(limits)) (usage.limits as Record<string, number | null>)[k] = 0;
       assert.deepEqual((await pool.askOrg(org, 'usage', {})).limits, limits);
+    });
+
+    test('a request arrives whole: a payload key named __proto__ stays a key, nested values and nulls are kept, 1,000 levels pass', async () => {
+      const text = '{"queue_name":"pool-copy","payload":{"__proto__":{"x":1},"list":[1,{"a":[null,"s"]}],"none":null,"t":true}}';
+      const r = await n.api.call('POST', '/api/v1/jobs', text);
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      const got = await n.api.get(`/api/v1/jobs/${r.body.id}`);
+      assert.deepEqual(got.body.payload, JSON.parse(text).payload);
+      assert.ok(Object.hasOwn(got.body.payload, '__proto__'));
+      // Near the deepest body the edge can be set to accept (BODY_MAX_DEPTH 1,000), copied on the way to the actor.
+      const deepest = await n.api.call('POST', '/api/v1/jobs', `{"queue_name":"pool-copy","payload":${deepText(995)}}`);
+      assert.equal(deepest.status, 201, JSON.stringify(deepest.body));
     });
 
     test('a stored job row too deep to encode fails its own claim, over HTTP too, and the node serves on', async () => {

@@ -22,7 +22,7 @@ cp "$here/bench-sluice.mjs" "$work/bench-sluice.mjs"
 # The lock file of the shared folder lacks some optional platform packages, which `npm ci` refuses.
 [ -d "$work/node_modules" ] || (cd "$work" && npm install --no-audit --no-fund)
 # Our variants join the matrix after the shared Sluice rows.
-rows=$(for v in ack ackclaim grpc sdk sdk-grpc sdk-prefetch sdk-grpc-prefetch; do printf '  "bench-sluice.mjs            -                                 process         %s"\\n' "$v"; done
+rows=$(for v in ack ackclaim grpc sdk sdk-grpc sdk-prefetch sdk-grpc-prefetch sdk-batched; do printf '  "bench-sluice.mjs            -                                 process         %s"\\n' "$v"; done
        printf '  "bench-sluice.mjs            -                                 latency         sdk"\\n')
 sed -i "/\"bench-sluice.mjs .*latency *batch\"/a\\
 $rows" "$work/run-all.sh"

@@ -38,13 +38,23 @@ interface Update {
   onlyFrom: string | null;
 }
 
+/** The fields that are not null: json_to_recordset reads a missing key as NULL, so nulls need not travel (nor be parsed). */
+function present(o: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k in o) {
+    const v = o[k];
+    if (v !== null && v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
 const iso = (ms: number | null): string | null => (ms === null ? null : new Date(ms).toISOString());
 /** A time travels as epoch milliseconds (a JSON number) and becomes a timestamptz in the statement. */
 const ts = (col: string): string => `to_timestamp(${col} / 1000.0)`;
 
 export async function commitBatch(store: Store, records: readonly JournalRecord[], fence: Fence | null = null): Promise<CommitResult> {
   const queues = new Map<string, { organization_id: string; name: string; state: QueueState | null }>();
-  const inserts = new Map<string, { row: JobRow; conflictKey: boolean; progress?: Progress }>();
+  const inserts = new Map<string, { row: JobRow; conflictKey: boolean; own: boolean; progress?: Progress }>();
   const usage = new Map<string, { organization_id: string; day: string; jobs_created: number }>();
   const updates = new Map<string, Update>();
 
@@ -54,10 +64,15 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
     } else if (rec.kind === 'usage') {
       usage.set(`${rec.organization_id}/${rec.day}`, rec);
     } else if (rec.kind === 'insert') {
-      inserts.set(rec.job.id, { row: { ...rec.job, errors: [...rec.job.errors] }, conflictKey: rec.conflictKey });
+      // The record's row is the actor's: it is copied only when a later record of the group folds into it.
+      inserts.set(rec.job.id, { row: rec.job, conflictKey: rec.conflictKey, own: false });
     } else {
       const ins = inserts.get(rec.id);
       if (ins) {
+        if (!ins.own) {
+          ins.row = { ...ins.row, errors: [...ins.row.errors] };
+          ins.own = true;
+        }
         Object.assign(ins.row, rec.state);
         if (rec.errors) ins.row.errors.push(...rec.errors);
         if (rec.result !== undefined) ins.row.result = rec.result;
@@ -147,7 +162,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   }
 
   if (updates.size > 0) {
-    const us = [...updates].map(([id, u]) => ({
+    const us = [...updates].map(([id, u]) => present({
       i: id,
       s: u.state.status,
       p: u.state.priority,
@@ -208,7 +223,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   }
 
   if (inserts.size > 0) {
-    const rows = [...inserts.values()].map(({ row: r, progress }) => ({
+    const rows = [...inserts.values()].map(({ row: r, progress }) => present({
       i: r.id,
       o: r.organization_id,
       q: r.queue_name,
