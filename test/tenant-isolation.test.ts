@@ -66,6 +66,29 @@ test('a group commit refused for one request fails that request alone; the other
   assert.equal(claimedB.body.jobs.length, 20, 'B: 21 created, 1 handed to the parked claim');
 });
 
+test('an organization deleted under its actors (by hand: no API deletes one) fails its own writes alone, not another tenant\'s in the same group', async () => {
+  const c = await insertKey(n, { plan: 'pro' });
+  const pool = n.node.pool;
+  // Both actors loaded first, so that what they do below happens in one turn: one batch, one group commit.
+  await pool.askOrg(c.organizationId, 'usage', {});
+  assert.equal((await pool.ask(b.org, 'beside-deleted', 'enqueue', input({ first: true }))).created, true);
+  await n.node.store.query('DELETE FROM organizations WHERE id = $1', [c.organizationId]);
+
+  const goodB = Array.from({ length: 20 }, (_, i) => pool.ask(b.org, 'beside-deleted', 'enqueue', input({ i })));
+  // Admitting a job writes the organization's usage row, whose organization is gone: a foreign-key violation.
+  const orphan = pool.askOrg(c.organizationId, 'admit', { n: 1, payloadBytes: [2], credit: 0 });
+  const settled = await Promise.allSettled([...goodB, orphan]);
+  const failedB = settled.slice(0, -1).filter((r) => r.status === 'rejected').map((r) => String((r as PromiseRejectedResult).reason));
+  assert.deepEqual(failedB, []);
+  const createdB = settled.slice(0, -1).map((r) => (r as PromiseFulfilledResult<EnqueueReply>).value);
+  for (const x of createdB) assert.equal(x.created, true);
+  const ids = createdB.map(createdId);
+  const stored = await n.node.store.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs WHERE id = ANY(string_to_array($1, \',\')::uuid[])', [ids.join(',')]);
+  assert.equal(stored[0]!.n, ids.length);
+  const usage = await n.node.store.query<{ n: number }>('SELECT count(*)::int AS n FROM usage_daily WHERE organization_id = $1', [c.organizationId]);
+  assert.equal(usage[0]!.n, 0);
+});
+
 test('a second organization enqueues at full speed while the first sends unstorable rows: 0 errors for the second', async () => {
   const until = Date.now() + 3_000;
   let bOk = 0;

@@ -6,6 +6,10 @@ const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at',
 
 const isoOf = (v: unknown): string | null => {
   if (v === null || v === undefined) return null;
+  // row_to_json's UTC text with microseconds ("2026-11-27T23:34:06.643123+00:00", what a claim returns) is already
+  // the ISO form but for the last three digits and the zone: cut, not parsed (1.5 % of the main thread in claim →
+  // complete). Other shapes (fewer digits, another zone) are parsed.
+  if (typeof v === 'string' && v.length === 32 && v.charCodeAt(19) === 46 && v.endsWith('+00:00')) return `${v.slice(0, 23)}Z`;
   const d = v instanceof Date ? v : new Date(v as string | number);
   return Number.isNaN(d.getTime()) ? null : d.toISOString();
 };

@@ -7,12 +7,13 @@ const SQLSTATE = /^[0-9A-Z]{5}$/;
 /**
  * The statement was refused because of a value in it: class 22 (data exception: a NUL in text or jsonb,
  * untranslatable characters, values out of range), 54 (program limit exceeded: a value too large or too deep to
- * index or store) and 23514 (a CHECK constraint). Retrying without that value can succeed.
+ * index or store), 23514 (a CHECK constraint) and 23503 (a foreign key: a row of an organization deleted while its
+ * actors still wrote). Retrying without that value can succeed.
  */
 export function isDataFault(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string' || !SQLSTATE.test(code)) return false;
-  return code.startsWith('22') || code.startsWith('54') || code === '23514';
+  return code.startsWith('22') || code.startsWith('54') || code === '23514' || code === '23503';
 }
 
 /**
