@@ -13,7 +13,7 @@
 // Entries are never removed in place (see heap.ts): a lane's entry in `order` carries the lane's version and the
 // head it was pushed with; a stale one is skipped, a head that moved is re-pushed when it surfaces.
 import { Heap } from '../heap.js';
-import type { Entry } from './queue-actor.js';
+import { readyOrder, type Entry } from './entry.js';
 import { newWin, type Win } from './window.js';
 
 export interface Lane {
@@ -38,8 +38,6 @@ interface LaneEntry {
   turn: number;
 }
 
-const readyOrder = (a: Entry, b: Entry): boolean =>
-  a.job.priority !== b.job.priority ? a.job.priority > b.job.priority : a.job.id < b.job.id;
 const laneOrder = (a: LaneEntry, b: LaneEntry): boolean =>
   a.priority !== b.priority ? a.priority > b.priority : a.turn !== b.turn ? a.turn < b.turn : a.id < b.id;
 

@@ -56,6 +56,7 @@ import { AppError, type WireError } from '../../errors.js';
 import { Heap } from '../heap.js';
 import { leaseId as newLeaseId } from '../ids.js';
 import type { CommitOutput, DomainEvent, Effects, ErrorEntry, JobEventName, JobRow, JobState, JobStatus, Progress, QueueState, Reply } from '../records.js';
+import { readyEntry, readyOrder, type Entry } from './entry.js';
 import { KeyLanes } from './key-lanes.js';
 import { RateWindow } from '../rate-window.js';
 import { after, ESTIMATE, START, newWin, type Refill, type Win } from './window.js';
@@ -159,12 +160,6 @@ export function liveJobOf(r: Omit<LiveJob, 'ver' | 'win' | 'pinned'>): LiveJob {
     win: null,
     pinned: false,
   };
-}
-
-export interface Entry {
-  job: LiveJob;
-  ver: number;
-  at: number;
 }
 
 export interface EnqueueInput {
@@ -345,8 +340,6 @@ export const backoffMs = (retryCount: number, unitMs: number): number => Math.mi
 /** Marks a terminal event of a job with a completion callback; nothing for the others. */
 const callbackOf = (job: LiveJob): { callback?: true } => (job.callback ? { callback: true } : {});
 
-const readyOrder = (a: Entry, b: Entry): boolean =>
-  a.job.priority !== b.job.priority ? a.job.priority > b.job.priority : a.job.id < b.job.id;
 const earliest = (a: Entry, b: Entry): boolean => a.at < b.at;
 
 export class QueueActor {
@@ -1387,8 +1380,8 @@ export class QueueActor {
         const w = this.windowOf(job.concurrency_key);
         // Behind the window: written, not held (the store has it; a refill brings it in its turn).
         if (w.bound !== null && after(job, w.bound)) return this.pageOut(job, w);
-        if (this.lanes !== null) this.lanes.push({ job, ver: job.ver, at: 0 }, this.queue?.concurrency_per_key ?? null);
-        else this.ready.push({ job, ver: job.ver, at: 0 });
+        if (this.lanes !== null) this.lanes.push(readyEntry(job), this.queue?.concurrency_per_key ?? null);
+        else this.ready.push(readyEntry(job));
         job.win = w;
         w.held++;
         if (w.held > 2 * this.cap()) this.trim(w);
