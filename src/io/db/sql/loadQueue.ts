@@ -10,12 +10,20 @@ import type { LiveJob } from '../../../actors/queue/queue-actor.js';
 import type { QueueState } from '../../../actors/records.js';
 import type { Row, Store } from '../store.js';
 
-const ms = (d: Date | string | null): number | null => (d === null ? null : new Date(d).getTime());
+const ms = (d: Date | string | number | null): number | null => (d === null ? null : typeof d === 'number' ? d : new Date(d).getTime());
+
+/**
+ * A time as epoch milliseconds, what the actor holds (truncated, as a Date of the text would be): a number for the
+ * driver instead of a timestamp's text to parse into a Date (a refill reads thousands of rows; the driver's date
+ * parsing was 1.4 % of the main thread in the SDK worker benchmark).
+ */
+const epochMs = (column: string): string => `floor(extract(epoch FROM ${column}) * 1000)::float8 AS ${column}`;
 
 /** The columns of a live job as its actor holds it (readyJobs.ts reads the same). */
-export const LIVE_COLUMNS = `id, status, priority, retry_count, max_retries, timeout_seconds, last_error, scheduled_at, started_at,
-  created_at, assigned_worker_id, lease_id, lease_expires_at, idempotency_key, completion_webhook IS NOT NULL AS callback,
-  workflow_id, dependencies_met, concurrency_key, idempotency_expires_at, debounce_key, debounce_until, expires_at`;
+export const LIVE_COLUMNS = `id, status, priority, retry_count, max_retries, timeout_seconds, last_error, ${epochMs('scheduled_at')},
+  ${epochMs('started_at')}, ${epochMs('created_at')}, assigned_worker_id, lease_id, ${epochMs('lease_expires_at')}, idempotency_key,
+  completion_webhook IS NOT NULL AS callback, workflow_id, dependencies_met, concurrency_key, ${epochMs('idempotency_expires_at')},
+  debounce_key, ${epochMs('debounce_until')}, ${epochMs('expires_at')}`;
 
 export const liveJob = (r: Row): Omit<LiveJob, 'ver'> => ({
   id: r.id as string,
@@ -25,13 +33,13 @@ export const liveJob = (r: Row): Omit<LiveJob, 'ver'> => ({
   max_retries: r.max_retries as number,
   timeout_seconds: r.timeout_seconds as number,
   last_error: r.last_error as string | null,
-  scheduled_at: ms(r.scheduled_at as string | null),
-  started_at: ms(r.started_at as string | null),
+  scheduled_at: ms(r.scheduled_at as number | null),
+  started_at: ms(r.started_at as number | null),
   // The due time is not stored: a scheduled or retried job fell due at scheduled_at, a new one when created.
-  due_at: ms(r.scheduled_at as string | null) ?? ms(r.created_at as string)!,
+  due_at: ms(r.scheduled_at as number | null) ?? ms(r.created_at as number)!,
   assigned_worker_id: r.assigned_worker_id as string | null,
   lease_id: r.lease_id as string | null,
-  lease_expires_at: ms(r.lease_expires_at as string | null),
+  lease_expires_at: ms(r.lease_expires_at as number | null),
   // The original lease length is not kept; a heartbeat without a duration then renews by the job timeout.
   lease_ms: (r.timeout_seconds as number) * 1000,
   idempotency_key: r.idempotency_key as string | null,
@@ -40,10 +48,10 @@ export const liveJob = (r: Row): Omit<LiveJob, 'ver'> => ({
   // A blocked workflow job comes back blocked: only its coordinator's release makes it claimable.
   blocked: r.status === 'pending' && r.dependencies_met === false,
   concurrency_key: r.concurrency_key as string | null,
-  idempotency_expires_at: ms(r.idempotency_expires_at as string | null),
+  idempotency_expires_at: ms(r.idempotency_expires_at as number | null),
   debounce_key: r.debounce_key as string | null,
-  debounce_until: ms(r.debounce_until as string | null),
-  expires_at: ms(r.expires_at as string | null),
+  debounce_until: ms(r.debounce_until as number | null),
+  expires_at: ms(r.expires_at as number | null),
 });
 
 /** Ready jobs not held by the actor that it must still find: the expiry to fire, the debounce key to absorb. */
