@@ -133,7 +133,7 @@ describe('QueueActor', () => {
     );
   });
 
-  test('claims follow priority, then age, through any mix of enqueues, priority changes and claims (seeded, 300 runs)', () => {
+  test('claims follow priority, then age, through any mix of enqueues, priority changes and claims (seeded, 300 runs; every other one in a key lane)', () => {
     // A small seeded generator: a failure names its seed, and the run repeats exactly.
     const rng = (seed: number) => () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
     for (let seed = 1; seed <= 300; seed++) {
@@ -145,7 +145,8 @@ describe('QueueActor', () => {
         const ids = [...pending.keys()];
         if (r < 0.5 || ids.length === 0) {
           const priority = Math.floor(random() * 5);
-          const reply = h.actor.enqueue(h.input({ priority }), h.fx)(h.commit());
+          // Odd seeds: every job under one concurrency key, so the queue serves them from a key lane (key-lanes.ts).
+          const reply = h.actor.enqueue(h.input({ priority, ...(seed % 2 ? { concurrency_key: 'k' } : {}) }), h.fx)(h.commit());
           if (reply.created) pending.set(reply.job.id, priority);
         } else if (r < 0.75) {
           const id = ids[Math.floor(random() * ids.length)]!;
