@@ -164,6 +164,57 @@ describe('QueueActor', () => {
     }
   });
 
+  test('every claim takes the best job the actor itself calls claimable, through enqueues, delays, fails, expiries, cancels and priority changes (seeded, 300 runs)', () => {
+    // The oracle is the actor's own job table, scanned whole before each claim: whatever the heaps, windows and
+    // timers do, the claim must hand out the highest priority, then the oldest id, of the jobs pending or due.
+    const rng = (seed: number) => () => ((seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648);
+    type Claimed = { id: string; lease_id: string };
+    for (let seed = 1; seed <= 300; seed++) {
+      const h = harness();
+      const random = rng(seed);
+      const pick = <T>(list: T[]): T | undefined => list[Math.floor(random() * list.length)];
+      const leased: Claimed[] = [];
+      for (let step = 0; step < 150; step++) {
+        const r = random();
+        const live = [...h.actor.jobs.values()];
+        if (r < 0.35) {
+          const delay = random() < 0.3 ? Math.floor(random() * 5_000) : 0;
+          h.actor.enqueue(h.input({ priority: Math.floor(random() * 4), scheduled_at: delay > 0 ? h.now() + delay : null, max_retries: 2 }), h.fx)(h.commit());
+        } else if (r < 0.45) {
+          const job = pick(live.filter((j) => j.status === 'pending' || j.status === 'scheduled'));
+          if (job) h.actor.setPriority(job.id, Math.floor(random() * 6) - 1, h.fx);
+        } else if (r < 0.55) {
+          const k = Math.floor(random() * leased.length);
+          const c = leased[k];
+          if (c) {
+            leased.splice(k, 1);
+            const input = { id: c.id, worker_id: 'w', lease_id: c.lease_id };
+            try {
+              if (random() < 0.5) h.actor.complete({ ...input, result: null }, h.fx)(h.commit());
+              else h.actor.fail({ ...input, error: 'boom', retryable: true }, h.fx)(h.commit());
+            } catch (err) {
+              assert.equal((err as { code?: string }).code, 'LEASE_EXPIRED', `seed ${seed}, step ${step}`);
+            }
+          }
+        } else if (r < 0.6) {
+          const job = pick(live);
+          if (job) h.actor.cancel(job.id, h.fx)?.(h.commit());
+        } else if (r < 0.75) {
+          h.advance(Math.floor(random() * 4_000));
+        } else {
+          h.actor.tick(h.fx);
+          const now = h.now();
+          const claimable = [...h.actor.jobs.values()].filter((j) => !j.blocked && (j.status === 'pending' || (j.status === 'scheduled' && (j.scheduled_at ?? 0) <= now)));
+          const want = claimable.sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : 1))[0];
+          const reply = h.actor.claim({ worker_id: 'w', limit: 1, lease_duration_secs: 5 }, h.fx);
+          const got = reply ? (reply(h.commit()).jobs as Claimed[])[0] : undefined;
+          assert.equal(got?.id, want?.id, `seed ${seed}, step ${step}`);
+          if (got) leased.push(got);
+        }
+      }
+    }
+  });
+
   test('cancelled and completed jobs leave memory; a cancelled processing job fences its worker', () => {
     const h = harness();
     h.actor.enqueue(h.input(), h.fx);
