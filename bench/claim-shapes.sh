@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a claim and a completion cost PostgreSQL in the job table's shape, against a narrower claim (a lease table),
 # statement by statement: docs/BENCHMARKS.md, sixteenth session. One client (pgbench), 1,000 statements of 100 jobs
-# each, synchronous commit, on a fresh database migrated by the node itself (make build first).
+# each, synchronous commit, on a fresh database with the node's migrations.
 #   bench/claim-shapes.sh            # BENCH_PG_ADMIN_URL as bench/lib.ts (default postgres://postgres@127.0.0.1:5432/postgres)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,10 +11,14 @@ url=${admin%/*}/$db
 tmp=$(mktemp -d)
 trap 'psql "$admin" -qc "drop database if exists $db" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 psql "$admin" -qc "create database $db"
-# The node migrates the database and creates its organization; it stops by itself.
-DATABASE_URL=$url HOST=127.0.0.1 PORT=0 GRPC_PORT=0 DATA_DIR=$tmp WARM_UP_JOBS=0 JWT_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') \
-  timeout 8 node dist/main.js >"$tmp/node.log" 2>&1 || true
-org=$(psql "$url" -Atc "select id from organizations limit 1")
+URL=$url node --import tsx -e "
+  import('./src/io/db/pg.ts').then(async ({ PgStore }) => {
+    const store = new PgStore(process.env.URL, 1);
+    await (await import('./src/io/db/migrate.ts')).migrate(store);
+    await store.close();
+  });"
+# The jobs table has no foreign key: any organization id will do.
+org=$(cat /proc/sys/kernel/random/uuid)
 P="psql $url -q"
 
 cat >"$tmp/setup.sql" <<SQL

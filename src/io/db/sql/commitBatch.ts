@@ -39,7 +39,7 @@ interface Update {
 }
 
 /** The fields that are not null: json_to_recordset reads a missing key as NULL, so nulls need not travel (nor be parsed). */
-function present(o: Record<string, unknown>): Record<string, unknown> {
+function withoutNulls(o: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const k in o) {
     const v = o[k];
@@ -162,7 +162,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   }
 
   if (updates.size > 0) {
-    const us = [...updates].map(([id, u]) => present({
+    const us = [...updates].map(([id, u]) => withoutNulls({
       i: id,
       s: u.state.status,
       p: u.state.priority,
@@ -223,7 +223,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   }
 
   if (inserts.size > 0) {
-    const rows = [...inserts.values()].map(({ row: r, progress }) => present({
+    const rows = [...inserts.values()].map(({ row: r, progress }) => withoutNulls({
       i: r.id,
       o: r.organization_id,
       q: r.queue_name,
