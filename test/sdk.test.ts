@@ -544,6 +544,35 @@ describe('SDK: retry policy and SSE against a scripted server', () => {
     assert.match(proxy.message, /Bad gateway/);
   });
 
+  test('an answer cut mid-body is a dropped connection; a base path prefixes every route; a caller abort ends the request with its reason', async () => {
+    const c = new SluiceClient({ url, apiKey: 'k', retry: { baseDelayMs: 5 } });
+    // Headers promise 1,000 bytes, 20 come, then the connection closes.
+    const cut = (res: http.ServerResponse) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+      res.write('{"total": 1, "more":');
+      setTimeout(() => res.socket?.destroy(), 10);
+    };
+    scripts.set('GET /api/v1/jobs/dlq', (_q, res, hit) => (hit === 1 ? cut(res) : answer(res, 200, [], { 'x-next-cursor': 'c2' })));
+    const page = await c.dlq.list().page();
+    assert.deepEqual(page.items, []);
+    assert.equal(page.nextCursor, 'c2', 'headers reach the caller');
+    assert.equal(hits.get('GET /api/v1/jobs/dlq'), 2, 'an idempotent request is sent again');
+    scripts.set('POST /api/v1/jobs/claim', (_q, res) => cut(res));
+    const before = hits.get('POST /api/v1/jobs/claim') ?? 0;
+    await rejectsWith(c.jobs.claim({ queue_name: 'q', worker_id: 'w' }), ConnectionError, 'CONNECTION_FAILED');
+    assert.equal(hits.get('POST /api/v1/jobs/claim'), before + 1, 'a claim is not');
+
+    scripts.set('GET /prefix/api/v1/jobs/stats', (_q, res) => answer(res, 200, { total: 7 }));
+    assert.deepEqual(await new SluiceClient({ url: `${url}/prefix/`, apiKey: 'k' }).jobs.stats(), { total: 7 });
+
+    scripts.set('GET /api/v1/queues/slow', () => {});
+    const ctl = new AbortController();
+    const reason = new Error('caller gave up');
+    setTimeout(() => ctl.abort(reason), 50);
+    await assert.rejects(c.queues.get('slow', { signal: ctl.signal }), (e) => e === reason);
+    assert.equal(hits.get('GET /api/v1/queues/slow'), 1, 'an aborted request is not retried');
+  });
+
   test('the SSE helper reconnects after a dropped or silent connection and sends Last-Event-ID', async () => {
     const seenIds: Array<string | undefined> = [];
     const frame = (id: string, n: number) => `id: ${id}\ndata: ${JSON.stringify({ id, event: 'job.created', created_at: 't', data: { n } })}\n\n`;

@@ -9,6 +9,12 @@
 // back at once), capped by `maxDelayMs`; a `Retry-After` is honoured as a floor (plus up to 10% jitter). A
 // Retry-After longer than `maxRetryAfterMs` is not waited for: the error is thrown so the caller can decide.
 // QUOTA_EXCEEDED is never retried: it is a plan limit, not a moment's congestion.
+//
+// Requests with a JSON answer go through node:http(s) with a keep-alive agent unless the caller passes its own
+// `fetch`: the global fetch cost about three times the CPU per request (its streams, Request and Headers objects and
+// an AbortSignal each), which a busy worker pays on every claim and acknowledgement. Streams (SSE) use fetch.
+import http from 'node:http';
+import https from 'node:https';
 import { ConnectionError, errorFromResponse, SluiceError, UnavailableError, UnknownApiError } from './errors.js';
 
 export interface RetryOptions {
@@ -78,6 +84,14 @@ export class HttpCore {
   readonly timeoutMs: number;
   private readonly retry: Required<RetryOptions>;
   private readonly fetchImpl: typeof fetch;
+  /** The caller's fetch, which then carries every request; undefined: node:http(s) through `agent`. */
+  private readonly customFetch: typeof fetch | undefined;
+  private readonly agent: http.Agent;
+  private readonly node: typeof http | typeof https;
+  /** The base URL's host, port and path ('' or '/prefix', which every request path follows). */
+  private readonly hostname: string;
+  private readonly port: string;
+  private readonly basePath: string;
   private readonly extraHeaders: Record<string, string>;
   /** The client's hook, called before each automatic retry (the gRPC worker's unary calls call it too). */
   readonly onRetry: ((e: RetryEvent) => void) | undefined;
@@ -102,6 +116,12 @@ export class HttpCore {
     }
     this.retry = r;
     this.fetchImpl = opts.fetch ?? globalThis.fetch;
+    this.customFetch = opts.fetch;
+    this.node = base.protocol === 'https:' ? https : http;
+    this.agent = new this.node.Agent({ keepAlive: true });
+    this.hostname = base.hostname.replace(/^\[(.*)\]$/, '$1');
+    this.port = base.port;
+    this.basePath = base.pathname.replace(/\/+$/, '');
     this.extraHeaders = { 'user-agent': opts.userAgent ?? 'sluice-client-ts/0.1', ...(opts.headers ?? {}) };
     this.onRetry = opts.onRetry;
   }
@@ -160,6 +180,7 @@ export class HttpCore {
   }
 
   private async once<T>(spec: RequestSpec): Promise<RawResponse<T>> {
+    if (this.customFetch === undefined) return this.onceNode<T>(spec);
     const { res, abandon } = await this.send(spec, true);
     let text: string;
     try {
@@ -178,6 +199,79 @@ export class HttpCore {
       }
     }
     return { status: res.status, headers: res.headers, body: body as T };
+  }
+
+  /** One attempt over node:http(s), as `once` over fetch: the parsed body, or the mapped error. */
+  private onceNode<T>(spec: RequestSpec): Promise<RawResponse<T>> {
+    const signal = spec.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason ?? new DOMException('The operation was aborted', 'AbortError'));
+    let headers: Record<string, string>;
+    let body: string | undefined;
+    let path: string;
+    try {
+      headers = this.headersOf(spec);
+      body = spec.body === undefined ? undefined : JSON.stringify(spec.body);
+      path = this.pathOf(spec);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
+    return new Promise<RawResponse<T>>((resolve, reject) => {
+      let timedOut = false;
+      let settled = false;
+      const req = this.node.request({ hostname: this.hostname, port: this.port, path, method: spec.method, headers, agent: this.agent });
+      const timer = setTimeout(() => {
+        timedOut = true;
+        req.destroy(new Error('timed out'));
+      }, spec.timeoutMs ?? this.timeoutMs);
+      const onAbort = () => req.destroy(signal!.reason instanceof Error ? signal!.reason : new Error('aborted'));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const settle = (): boolean => {
+        if (settled) return false;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        return true;
+      };
+      const fail = (err: unknown) => {
+        if (!settle()) return;
+        if (signal?.aborted) reject(signal.reason ?? err);
+        else reject(this.connectionError(spec, err, timedOut));
+      };
+      req.on('error', fail);
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('error', fail);
+        // The connection closed before the whole body came: what fetch calls a terminated body.
+        res.on('close', () => {
+          if (!res.complete) fail(Object.assign(new Error('the answer ended early'), { code: 'ECONNRESET' }));
+        });
+        res.on('end', () => {
+          if (!settle()) return;
+          const status = res.statusCode ?? 0;
+          const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown = undefined;
+          let json = true;
+          if (text.length > 0) {
+            try {
+              parsed = JSON.parse(text);
+            } catch {
+              json = false;
+            }
+          }
+          if (status >= 400) {
+            const retryAfter = res.headers['retry-after'];
+            reject(errorFromResponse(status, json ? parsed : text, typeof retryAfter === 'string' ? retryAfter : null, spec.method, spec.path));
+          } else if (!json) {
+            reject(new UnknownApiError({ status, code: `HTTP_${status}`, message: `${spec.method} ${spec.path}: the answer is not JSON`, method: spec.method, path: spec.path }));
+          } else {
+            resolve({ status, headers: headersOf(res.headers), body: parsed as T });
+          }
+        });
+      });
+      req.end(body);
+    });
   }
 
   /**
@@ -243,6 +337,13 @@ export class HttpCore {
     return new ConnectionError(`${spec.method} ${this.baseUrl}${spec.path}: ${reason}`, { cause: err, method: spec.method, path: spec.path, timedOut });
   }
 
+  /** The request target: the base URL's path, the request's path and its query string. */
+  private pathOf(spec: Pick<RequestSpec, 'path' | 'query'>): string {
+    if (spec.query === undefined) return this.basePath + spec.path;
+    const u = new URL(this.urlOf(spec));
+    return u.pathname + u.search;
+  }
+
   urlOf(spec: Pick<RequestSpec, 'path' | 'query'>): string {
     const u = new URL(this.baseUrl + spec.path);
     for (const [k, v] of Object.entries(spec.query ?? {})) {
@@ -268,6 +369,17 @@ export class HttpCore {
   }
 }
 
+/** A node response's headers as fetch's Headers (what RawResponse carries). */
+function headersOf(h: http.IncomingHttpHeaders): Headers {
+  const out = new Headers();
+  for (const k in h) {
+    const v = h[k];
+    if (typeof v === 'string') out.append(k, v);
+    else if (Array.isArray(v)) for (const item of v) out.append(k, item);
+  }
+  return out;
+}
+
 /** fetch says only "fetch failed": the reason (ECONNREFUSED…) is in its cause, or in the cause's errors. */
 function describeCause(err: unknown): string {
   type Cause = { code?: string; message?: string; errors?: Cause[] };
@@ -275,6 +387,9 @@ function describeCause(err: unknown): string {
   if (cause && !cause.code && Array.isArray(cause.errors) && cause.errors[0]) cause = cause.errors[0];
   if (cause?.code) return `${cause.code}${cause.message ? ` (${cause.message})` : ''}`;
   if (cause?.message) return cause.message;
+  // node:http's own errors carry the code themselves.
+  const own = err as Cause;
+  if (own?.code) return own.message?.includes(own.code) ? own.message : `${own.code}${own.message ? ` (${own.message})` : ''}`;
   return err instanceof Error ? err.message : String(err);
 }
 

@@ -194,7 +194,10 @@ interface Running {
   started: boolean;
   /** Its handler has returned: no more renewals (a late one would find the job completed and call it lost). */
   handled: boolean;
-  ctl: AbortController;
+  /** The handler's signal's controller, made when the handler first reads `ctx.signal` (most never do). */
+  ctl: AbortController | null;
+  /** Why the job's work must stop, once it must (the signal's reason, whenever the signal is made). */
+  abortedBy: { reason: unknown } | null;
   lost: boolean;
   timedOut: boolean;
   /** Given back at shutdown: nothing more is reported. */
@@ -209,6 +212,22 @@ interface Running {
 const MAX_ERROR_CHARS = 10_000;
 /** After the grace, how long close() waits for its give-backs, and then for its deregistration (the client's timeoutMs if shorter). */
 const GIVE_BACK_MS = 5_000;
+
+/** Aborts the job's handler signal (a first reason stands), or records why for a signal not made yet. */
+function abortRun(r: Running, reason: unknown): void {
+  if (r.abortedBy) return;
+  r.abortedBy = { reason };
+  r.ctl?.abort(reason);
+}
+
+/** The job's handler signal, made on first use (already aborted if the job's work had to stop before). */
+function signalOf(r: Running): AbortSignal {
+  if (!r.ctl) {
+    r.ctl = new AbortController();
+    if (r.abortedBy) r.ctl.abort(r.abortedBy.reason);
+  }
+  return r.ctl.signal;
+}
 
 /** A signal that aborts after `ms` with a TIMEOUT ConnectionError naming `what`; `clear` once done. */
 function bounded(ms: number, what: string): { signal: AbortSignal; clear: () => void } {
@@ -449,7 +468,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
   private lose(r: Running, reason: unknown, err: unknown): void {
     r.lost = true;
     clearTimeout(r.renewTimer);
-    r.ctl.abort(reason);
+    abortRun(r, reason);
     if (!r.started) this.unhold(r);
     this.emit('leaseLost', r.job as Job<P>, err);
   }
@@ -466,7 +485,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
 
   /** A claimed job: run it in a free slot, or hold it (with its lease renewed) until one frees. */
   dispatch(job: Job<never>): void {
-    const r: Running = { job, started: false, handled: false, ctl: new AbortController(), lost: false, timedOut: false, abandoned: false, renewing: null, done: null };
+    const r: Running = { job, started: false, handled: false, ctl: null, abortedBy: null, lost: false, timedOut: false, abandoned: false, renewing: null, done: null };
     this.running.set(job.id, r);
     this.renewals(r);
     if (this.busy < this.concurrency) this.begin(r);
@@ -543,11 +562,13 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
       r.deadline = setTimeout(() => {
         r.timedOut = true;
         clearTimeout(r.renewTimer);
-        r.ctl.abort(new JobTimeoutError(job.id, job.timeout_seconds));
+        abortRun(r, new JobTimeoutError(job.id, job.timeout_seconds));
       }, job.timeout_seconds * 1000);
     }
     const ctx: JobContext = {
-      signal: r.ctl.signal,
+      get signal() {
+        return signalOf(r);
+      },
       workerId: this.id,
       attempt: (job.retry_count ?? 0) + 1,
       heartbeat: async () => {
@@ -556,7 +577,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
         if (r.lost) throw new LeaseLostError(job.id);
       },
       progress: async (progress, message = null, data = null) => {
-        if (r.lost) throw r.ctl.signal.reason ?? new LeaseLostError(job.id);
+        if (r.lost) throw r.abortedBy?.reason ?? new LeaseLostError(job.id);
         try {
           await this.transport!.progress(job, progress, message, data);
         } catch (err) {
@@ -683,7 +704,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
       r.abandoned = true;
       clearTimeout(r.renewTimer);
       clearTimeout(r.deadline);
-      r.ctl.abort(new WorkerShutdownError(r.job.id));
+      abortRun(r, new WorkerShutdownError(r.job.id));
       if (!r.started) this.unhold(r);
     }
     this.transport?.endReports(new ConnectionError('close(): no answer within the shutdown grace period', { timedOut: true }));
