@@ -66,6 +66,8 @@ export interface RequestSpec {
   timeoutMs?: number;
   /** Called before each automatic retry of this request (besides the client's `onRetry`). */
   onRetry?: ((e: RetryEvent) => void) | undefined;
+  /** Called when an answer's status and headers have come, before its body. */
+  onHeaders?: (() => void) | undefined;
 }
 
 export interface RawResponse<T> {
@@ -240,6 +242,7 @@ export class HttpCore {
       };
       req.on('error', fail);
       req.on('response', (res) => {
+        spec.onHeaders?.();
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', fail);
@@ -316,6 +319,7 @@ export class HttpCore {
       throw this.connectionError(spec, err, timedOut);
     }
     if (!timeBody) clearTimeout(timer);
+    spec.onHeaders?.();
     if (res.status >= 400) {
       const text = await res.text().catch(() => '');
       abandon();

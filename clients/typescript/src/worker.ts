@@ -907,7 +907,7 @@ class HttpTransport implements Transport {
     const ctl = new AbortController();
     this.claim = { ctl, answered: false, limit };
     try {
-      const res = await h.client.http.open({
+      const res = await h.client.http.request<{ jobs: Job<never>[] }>({
         method: 'POST',
         path: '/api/v1/jobs/claim',
         body: {
@@ -919,10 +919,12 @@ class HttpTransport implements Transport {
         },
         signal: ctl.signal,
         timeoutMs: h.client.http.timeoutMs + h.pollWaitMs,
+        // Once the answer has begun, close() no longer aborts it: the jobs it holds are the worker's.
+        onHeaders: () => {
+          if (this.claim) this.claim.answered = true;
+        },
       });
-      this.claim.answered = true;
-      const body = (await res.json()) as { jobs: Job<never>[] };
-      return body.jobs;
+      return res.body.jobs;
     } finally {
       this.claim = null;
     }
