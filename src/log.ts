@@ -12,6 +12,8 @@ const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as cons
 export type LogFields = Record<string, string | number | boolean | null>;
 
 export interface Log {
+  /** Whether debug lines are written: a caller skips building one per request otherwise. */
+  readonly debugging: boolean;
   debug(msg: string, err?: unknown, fields?: LogFields): void;
   info(msg: string, err?: unknown, fields?: LogFields): void;
   warn(msg: string, err?: unknown, fields?: LogFields): void;
@@ -27,7 +29,7 @@ export function createLog(level: Config['logLevel'], format: Config['logFormat']
     if (LEVELS[name] < min) return;
     write(format === 'json' ? jsonLine(name, msg, err, fields) : textLine(name, msg, err, fields));
   };
-  return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+  return { debugging: LEVELS.debug >= min, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 
 function textLine(level: Level, msg: string, err: unknown, fields: LogFields | undefined): string {

@@ -31,6 +31,14 @@ test('isoOf agrees with Date parsing for every shape of row_to_json text, Dates 
   const ms = Date.UTC(2026, 10, 27, 23, 34, 6, 643);
   assert.equal(isoOf(ms), '2026-11-27T23:34:06.643Z');
   assert.equal(isoOf(new Date(ms)), '2026-11-27T23:34:06.643Z');
+  // Epoch milliseconds, the same instant twice in a row (the remembered one) and a new one after it.
+  for (let i = 0; i < 2000; i++) {
+    const t = Math.floor(Math.random() * 4_102_444_800_000);
+    const repeat = i % 3 === 0 ? 2 : 1;
+    for (let k = 0; k < repeat; k++) assert.equal(isoOf(t), new Date(t).toISOString(), String(t));
+  }
+  assert.equal(isoOf(Number.NaN), null);
+  assert.equal(isoOf(8.64e15 + 1), null);
   assert.equal(isoOf(null), null);
   assert.equal(isoOf('not a time'), null);
 });

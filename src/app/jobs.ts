@@ -453,19 +453,26 @@ export class Jobs {
   async completeEach(org: string, items: CompleteInput[], asked?: () => void): Promise<CompleteEachOutcome[]> {
     const outcomes: CompleteEachOutcome[] = new Array(items.length);
     const byQueue = new Map<string, Array<{ index: number; input: CompleteInput }>>();
-    await Promise.all(
-      items.map(async (j, index) => {
-        const input = { ...j, id: j.id.toLowerCase() };
-        const queue = await this.c.places.find(org, input.id);
-        if (queue === null) {
-          outcomes[index] = { id: input.id, error: notFound('Job') };
-          return;
-        }
-        let list = byQueue.get(queue);
-        if (!list) byQueue.set(queue, (list = []));
-        list.push({ index, input });
-      }),
-    );
+    const place = (index: number, input: CompleteInput, queue: string | null) => {
+      if (queue === null) {
+        outcomes[index] = { id: input.id, error: notFound('Job') };
+        return;
+      }
+      let list = byQueue.get(queue);
+      if (!list) byQueue.set(queue, (list = []));
+      list.push({ index, input });
+    };
+    // Most jobs' places are known here (this node relayed their claim): only the others wait for the store, which
+    // keeps a batch of hundreds from costing a promise per item.
+    const unknown: Array<Promise<void>> = [];
+    items.forEach((j, index) => {
+      const id = j.id.toLowerCase();
+      const input = id === j.id ? j : { ...j, id };
+      const queue = this.c.places.cached(org, id);
+      if (queue !== undefined) place(index, input, queue);
+      else unknown.push(this.c.places.find(org, id).then((q) => place(index, input, q)));
+    });
+    if (unknown.length > 0) await Promise.all(unknown);
     const answers = [...byQueue].map(async ([queue, list]) => {
       let replies: CompleteOutcome[];
       try {
@@ -476,12 +483,13 @@ export class Jobs {
         for (const { index, input } of list) outcomes[index] = { id: input.id, error };
         return;
       }
-      await Promise.all(
-        replies.map(async (reply, k) => {
-          const { index, input } = list[k]!;
-          outcomes[index] = reply.ok ? { id: reply.id, completed_at: reply.completed_at } : { id: reply.id, error: await this.whyNot(org, input, reply.error) };
-        }),
-      );
+      const refused: Array<Promise<void>> = [];
+      replies.forEach((reply, k) => {
+        const { index, input } = list[k]!;
+        if (reply.ok) outcomes[index] = { id: reply.id, completed_at: reply.completed_at };
+        else refused.push(this.whyNot(org, input, reply.error).then((error) => void (outcomes[index] = { id: reply.id, error })));
+      });
+      if (refused.length > 0) await Promise.all(refused);
     });
     // Every actor has been asked (each ask is sent before its function's first await).
     asked?.();

@@ -4,8 +4,21 @@ import type { WorkerRow } from './db/sql/getWorker.js';
 
 const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at', 'updated_at', 'lease_expires_at', 'idempotency_expires_at', 'expires_at'] as const;
 
+// The last epoch-ms time written: a job's created, updated and scheduled times are often one instant, and so are
+// the times of a group's jobs.
+let lastMs = NaN;
+let lastIso = '';
+
 const isoOf = (v: unknown): string | null => {
   if (v === null || v === undefined) return null;
+  if (typeof v === 'number') {
+    if (v === lastMs) return lastIso;
+    const d = new Date(v);
+    if (Number.isNaN(d.getTime())) return null;
+    lastMs = v;
+    lastIso = d.toISOString();
+    return lastIso;
+  }
   // row_to_json's UTC text ("2026-11-27T23:34:06.41+00:00": what a claim returns; up to six digits of fraction,
   // trailing zeros dropped) is the ISO form but for the fraction's width and the zone: rewritten, not parsed (a parse
   // and toISOString took 3-5 % of the main thread in claim → complete). Other zones and shapes are parsed.
@@ -52,7 +65,7 @@ export { isoOf };
 export function presentTimes(reply: object): Record<string, unknown> {
   const out: Record<string, unknown> = { ...reply };
   for (const k of ['completed_at', 'scheduled_at', 'lease_expires_at']) {
-    if (typeof out[k] === 'number') out[k] = new Date(out[k] as number).toISOString();
+    if (typeof out[k] === 'number') out[k] = isoOf(out[k]);
   }
   return out;
 }

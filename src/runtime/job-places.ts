@@ -24,9 +24,14 @@ export class JobPlaces {
     this.young.set(`${organizationId}:${jobId}`, queueName);
   }
 
-  async find(organizationId: string, jobId: string): Promise<string | null> {
+  /** The queue this node remembers for the job, without asking the store (undefined when it does not). */
+  cached(organizationId: string, jobId: string): string | undefined {
     const key = `${organizationId}:${jobId}`;
-    const hit = this.young.get(key) ?? this.old.get(key);
+    return this.young.get(key) ?? this.old.get(key);
+  }
+
+  async find(organizationId: string, jobId: string): Promise<string | null> {
+    const hit = this.cached(organizationId, jobId);
     if (hit !== undefined) return hit;
     const place = await getJobPlace(this.store, organizationId, jobId);
     if (!place) return null;

@@ -515,13 +515,19 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     });
   }
 
+  private lastLease: { exp: string | undefined; start: string | undefined; ms: number } = { exp: undefined, start: undefined, ms: 0 };
+
   private leaseMsOf(job: Job<never>): number {
     if (this.leaseSeconds !== undefined) return this.leaseSeconds * 1000;
     // Both times are the service's, so the clocks of the two machines do not matter.
+    // The jobs of one claim share both times: the last pair is remembered rather than parsed again.
+    const last = this.lastLease;
+    if (last.exp === job.lease_expires_at && last.start === job.started_at && last.exp !== undefined) return last.ms;
     const exp = job.lease_expires_at ? Date.parse(job.lease_expires_at) : NaN;
     const start = job.started_at ? Date.parse(job.started_at) : NaN;
-    if (Number.isFinite(exp) && Number.isFinite(start) && exp > start) return exp - start;
-    return (job.timeout_seconds || 300) * 1000;
+    const ms = Number.isFinite(exp) && Number.isFinite(start) && exp > start ? exp - start : (job.timeout_seconds || 300) * 1000;
+    if (ms === exp - start) this.lastLease = { exp: job.lease_expires_at!, start: job.started_at!, ms };
+    return ms;
   }
 
   /** Renews the job's lease; a renewal refused for good loses the job. */

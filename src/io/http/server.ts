@@ -155,7 +155,9 @@ export class HttpServer {
       const seen: Seen = { method: 'OTHER', route: 'unmatched' };
       const finish = (r: Response) => {
         this.options.observe?.(seen.method, seen.route, r.status, (performance.now() - started) / 1000);
-        this.log.debug(`${method} ${path} ${r.status}`, undefined, { request_id: id, ms: Math.round((performance.now() - started) * 10) / 10, ...(aborted ? { aborted: true } : {}) });
+        if (this.log.debugging) {
+          this.log.debug(`${method} ${path} ${r.status}`, undefined, { request_id: id, ms: Math.round((performance.now() - started) * 10) / 10, ...(aborted ? { aborted: true } : {}) });
+        }
         if (--this.inflight === 0) this.draining?.();
         if (r.stream) return this.stream(res, r, aborted, id);
         if (aborted) return r.undelivered?.();
