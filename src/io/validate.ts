@@ -33,43 +33,87 @@ function withoutUnique(schema: unknown): unknown {
 
 const join = (base: string, key: string | number) => (typeof key === 'number' ? `${base}[${key}]` : base ? `${base}.${key}` : key);
 
+type Check = (s: Json, v: unknown[] | Json) => string | null;
+
+/** A problem found at `path` below the value walked (built on the way back up: only a failing walk pays for it). */
+interface Found {
+  path: Array<string | number>;
+  message: string;
+}
+
+/** Per check, per schema: whether the check can find anything at or below it (most subschemas: no). */
+const reaches = new WeakMap<Check, WeakMap<object, boolean>>();
+/** A schema's properties as entries, listed once. */
+const propertyLists = new WeakMap<object, Array<[string, unknown]>>();
+
+function propertiesOf(s: Json): Array<[string, unknown]> {
+  let list = propertyLists.get(s);
+  if (!list) propertyLists.set(s, (list = s.properties && typeof s.properties === 'object' ? Object.entries(s.properties as Json) : []));
+  return list;
+}
+
+/** Whether `check` (whose keywords are `keys`) may find a problem at or below `schema`. */
+function reachable(check: Check, keys: readonly string[], schema: unknown, visiting = new Set<object>()): boolean {
+  if (schema === null || typeof schema !== 'object') return false;
+  let known = reaches.get(check);
+  if (!known) reaches.set(check, (known = new WeakMap()));
+  const cached = known.get(schema);
+  if (cached !== undefined) return cached;
+  // A schema that contains itself is walked as if it could (the walk follows values, which are finite).
+  if (visiting.has(schema)) return true;
+  visiting.add(schema);
+  const s = schema as Json;
+  const below = (sub: unknown) => reachable(check, keys, sub, visiting);
+  const result =
+    keys.some((k) => k in s) ||
+    (Array.isArray(s.anyOf) && s.anyOf.some(below)) ||
+    below(s.items) ||
+    propertiesOf(s).some(([, sub]) => below(sub));
+  visiting.delete(schema);
+  known.set(schema, result);
+  return result;
+}
+
 /**
  * Walks the schema beside the value through properties, items and unions, calling `at` on every array schema
- * with an array and every object schema with an object.
+ * with an array and every object schema with an object, skipping the subschemas where `at` can find nothing.
  */
-function walkSized(schema: unknown, value: unknown, field: string, at: (s: Json, v: unknown[] | Json, field: string) => FieldProblem | null): FieldProblem | null {
-  if (schema === null || typeof schema !== 'object') return null;
+function walkSized(schema: unknown, value: unknown, at: Check, keys: readonly string[]): Found | null {
+  if (!reachable(at, keys, schema)) return null;
   const s = schema as Json;
   if (Array.isArray(s.anyOf)) {
     for (const branch of s.anyOf) {
-      const p = walkSized(branch, value, field, at);
+      const p = walkSized(branch, value, at, keys);
       if (p) return p;
     }
     return null;
   }
   if (Array.isArray(value) && s.type === 'array') {
-    const p = at(s, value, field);
-    if (p) return p;
-    if (s.items && typeof s.items === 'object') {
+    const message = at(s, value);
+    if (message) return { path: [], message };
+    if (s.items && typeof s.items === 'object' && reachable(at, keys, s.items)) {
       for (let i = 0; i < value.length; i++) {
-        const q = walkSized(s.items, value[i], join(field, i), at);
-        if (q) return q;
+        const q = walkSized(s.items, value[i], at, keys);
+        if (q) return (q.path.unshift(i), q);
       }
     }
     return null;
   }
   if (value !== null && typeof value === 'object' && !Array.isArray(value) && s.type === 'object') {
-    const p = at(s, value as Json, field);
-    if (p) return p;
-    if (s.properties && typeof s.properties === 'object') {
-      for (const [k, sub] of Object.entries(s.properties as Json)) {
-        if (!Object.hasOwn(value, k)) continue;
-        const q = walkSized(sub, (value as Json)[k], join(field, k), at);
-        if (q) return q;
-      }
+    const message = at(s, value as Json);
+    if (message) return { path: [], message };
+    for (const [k, sub] of propertiesOf(s)) {
+      if (!Object.hasOwn(value, k)) continue;
+      const q = walkSized(sub, (value as Json)[k], at, keys);
+      if (q) return (q.path.unshift(k), q);
     }
   }
   return null;
+}
+
+/** The problem as the API reports it: its field from the path (the body itself when empty). */
+function problemOf(found: Found): FieldProblem {
+  return { field: found.path.reduce<string>(join, '') || '(body)', message: found.message };
 }
 
 /** Length in code points, as JSON Schema (and typebox) count it. */
@@ -79,33 +123,34 @@ function codePoints(s: string): number {
   return n;
 }
 
-const tooMany = (s: Json, v: unknown[] | Json, field: string): FieldProblem | null => {
-  const where = field || '(body)';
-  if (Array.isArray(v)) return typeof s.maxItems === 'number' && v.length > s.maxItems ? { field: where, message: `must have at most ${s.maxItems} items` } : null;
+const tooMany: Check = (s, v) => {
+  if (Array.isArray(v)) return typeof s.maxItems === 'number' && v.length > s.maxItems ? `must have at most ${s.maxItems} items` : null;
   const names = s.propertyNames as Json | undefined;
   if (typeof s.maxProperties !== 'number' && !names) return null;
   const keys = Object.keys(v);
-  if (typeof s.maxProperties === 'number' && keys.length > s.maxProperties) return { field: where, message: `must have at most ${s.maxProperties} properties` };
+  if (typeof s.maxProperties === 'number' && keys.length > s.maxProperties) return `must have at most ${s.maxProperties} properties`;
   const min = typeof names?.minLength === 'number' ? names.minLength : 0;
   const max = typeof names?.maxLength === 'number' ? names.maxLength : Infinity;
   for (const k of keys) {
     // The key itself is not echoed: it may be a megabyte long.
     const n = k.length > max || k.length < 2 * min ? codePoints(k) : k.length;
-    if (n < min || n > max) return { field: where, message: `must have keys of ${min} to ${max} characters` };
+    if (n < min || n > max) return `must have keys of ${min} to ${max} characters`;
   }
   return null;
 };
+const TOO_MANY_KEYS = ['maxItems', 'maxProperties', 'propertyNames'] as const;
 
-const duplicate = (s: Json, v: unknown[] | Json, field: string): FieldProblem | null => {
+const duplicate: Check = (s, v) => {
   if (s.uniqueItems !== true || !Array.isArray(v)) return null;
   const seen = new Set<string>();
   for (const item of v) {
     const key = typeof item === 'string' ? `s${item}` : `j${JSON.stringify(item)}`;
-    if (seen.has(key)) return { field: field || '(body)', message: 'must not contain duplicate items' };
+    if (seen.has(key)) return 'must not contain duplicate items';
     seen.add(key);
   }
   return null;
 };
+const DUPLICATE_KEYS = ['uniqueItems'] as const;
 
 export function validator<S extends TSchema>(schema: S): Validator<Static<S>> {
   const compiled = Compile(withoutUnique(schema) as S);
@@ -117,11 +162,11 @@ export function validator<S extends TSchema>(schema: S): Validator<Static<S>> {
     // An empty body is accepted as `{}`: routes whose fields are all optional then pass, and the others report
     // each missing field rather than "(body) must be object".
     const value = input === undefined ? {} : input;
-    const long = walkSized(schema, value, '', tooMany);
-    if (long) fail([long]);
+    const long = walkSized(schema, value, tooMany, TOO_MANY_KEYS);
+    if (long) fail([problemOf(long)]);
     if (compiled.Check(value)) {
-      const dup = walkSized(schema, value, '', duplicate);
-      if (dup) fail([dup]);
+      const dup = walkSized(schema, value, duplicate, DUPLICATE_KEYS);
+      if (dup) fail([problemOf(dup)]);
       return value as Static<S>;
     }
     const details: FieldProblem[] = [];
