@@ -2,8 +2,6 @@
 // (strings) or from an actor (epoch ms); every timestamp leaves as ISO 8601 UTC. The completion webhook secret never leaves.
 import type { WorkerRow } from './db/sql/getWorker.js';
 
-const TIME_FIELDS = ['scheduled_at', 'created_at', 'started_at', 'completed_at', 'updated_at', 'lease_expires_at', 'idempotency_expires_at', 'expires_at'] as const;
-
 // The last epoch-ms time written: a job's created, updated and scheduled times are often one instant, and so are
 // the times of a group's jobs.
 let lastMs = NaN;
@@ -54,8 +52,16 @@ export function presentJob(row: Record<string, unknown>): Record<string, unknown
     concurrency_key: row.concurrency_key ?? null,
     debounce_key: row.debounce_key ?? null,
     progress: row.progress ?? null,
+    // The times, in one object literal (a loop of keyed stores was 1-2 % of an enqueue's main thread).
+    scheduled_at: isoOf(row.scheduled_at),
+    created_at: isoOf(row.created_at),
+    started_at: isoOf(row.started_at),
+    completed_at: isoOf(row.completed_at),
+    updated_at: isoOf(row.updated_at),
+    lease_expires_at: isoOf(row.lease_expires_at),
+    idempotency_expires_at: isoOf(row.idempotency_expires_at),
+    expires_at: isoOf(row.expires_at),
   };
-  for (const f of TIME_FIELDS) out[f] = isoOf(row[f]);
   return out;
 }
 
