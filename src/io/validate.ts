@@ -53,7 +53,13 @@ function propertiesOf(s: Json): Array<[string, unknown]> {
 }
 
 /** Whether `check` (whose keywords are `keys`) may find a problem at or below `schema`. */
-function reachable(check: Check, keys: readonly string[], schema: unknown, visiting = new Set<object>()): boolean {
+function reachable(check: Check, keys: readonly string[], schema: unknown): boolean {
+  if (schema === null || typeof schema !== 'object') return false;
+  const cached = reaches.get(check)?.get(schema);
+  return cached !== undefined ? cached : reach(check, keys, schema, new Set());
+}
+
+function reach(check: Check, keys: readonly string[], schema: unknown, visiting: Set<object>): boolean {
   if (schema === null || typeof schema !== 'object') return false;
   let known = reaches.get(check);
   if (!known) reaches.set(check, (known = new WeakMap()));
@@ -63,7 +69,7 @@ function reachable(check: Check, keys: readonly string[], schema: unknown, visit
   if (visiting.has(schema)) return true;
   visiting.add(schema);
   const s = schema as Json;
-  const below = (sub: unknown) => reachable(check, keys, sub, visiting);
+  const below = (sub: unknown) => reach(check, keys, sub, visiting);
   const result =
     keys.some((k) => k in s) ||
     (Array.isArray(s.anyOf) && s.anyOf.some(below)) ||

@@ -120,7 +120,9 @@ export class HttpCore {
     this.fetchImpl = opts.fetch ?? globalThis.fetch;
     this.customFetch = opts.fetch;
     this.node = base.protocol === 'https:' ? https : http;
-    this.agent = new this.node.Agent({ keepAlive: true });
+    // An idle connection is dropped after 4 s (as fetch's does), well before the service closes it (uWS: 10 s): a
+    // request sent on a connection the server is closing at that moment would fail.
+    this.agent = new this.node.Agent({ keepAlive: true, timeout: 4_000 });
     this.hostname = base.hostname.replace(/^\[(.*)\]$/, '$1');
     this.port = base.port;
     this.basePath = base.pathname.replace(/\/+$/, '');
