@@ -515,6 +515,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     });
   }
 
+  /** The lease times of the last job whose lease length was read, and that length. */
   private lastLease: { exp: string | undefined; start: string | undefined; ms: number } = { exp: undefined, start: undefined, ms: 0 };
 
   private leaseMsOf(job: Job<never>): number {
@@ -525,9 +526,9 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
     if (last.exp === job.lease_expires_at && last.start === job.started_at && last.exp !== undefined) return last.ms;
     const exp = job.lease_expires_at ? Date.parse(job.lease_expires_at) : NaN;
     const start = job.started_at ? Date.parse(job.started_at) : NaN;
-    const ms = Number.isFinite(exp) && Number.isFinite(start) && exp > start ? exp - start : (job.timeout_seconds || 300) * 1000;
-    if (ms === exp - start) this.lastLease = { exp: job.lease_expires_at!, start: job.started_at!, ms };
-    return ms;
+    if (!(Number.isFinite(exp) && Number.isFinite(start) && exp > start)) return (job.timeout_seconds || 300) * 1000;
+    this.lastLease = { exp: job.lease_expires_at!, start: job.started_at!, ms: exp - start };
+    return exp - start;
   }
 
   /** Renews the job's lease; a renewal refused for good loses the job. */
