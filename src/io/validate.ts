@@ -33,7 +33,11 @@ function withoutUnique(schema: unknown): unknown {
 
 const join = (base: string, key: string | number) => (typeof key === 'number' ? `${base}[${key}]` : base ? `${base}.${key}` : key);
 
-type Check = (s: Json, v: unknown[] | Json) => string | null;
+/** A size or uniqueness check: what is wrong with a value at a schema, and the keywords it reads. */
+interface Check {
+  find(s: Json, v: unknown[] | Json): string | null;
+  keys: readonly string[];
+}
 
 /** A problem found at `path` below the value walked (built on the way back up: only a failing walk pays for it). */
 interface Found {
@@ -52,65 +56,62 @@ function propertiesOf(s: Json): Array<[string, unknown]> {
   return list;
 }
 
-/** Whether `check` (whose keywords are `keys`) may find a problem at or below `schema`. */
-function reachable(check: Check, keys: readonly string[], schema: unknown): boolean {
-  if (schema === null || typeof schema !== 'object') return false;
-  const cached = reaches.get(check)?.get(schema);
-  return cached !== undefined ? cached : reach(check, keys, schema, new Set());
-}
-
-function reach(check: Check, keys: readonly string[], schema: unknown, visiting: Set<object>): boolean {
+/**
+ * Whether `check` may find a problem at or below `schema`. `visiting` (made on the first miss, so that a cached
+ * answer allocates nothing) holds the schemas being decided: one that contains itself is walked as if it could.
+ */
+function reachable(check: Check, schema: unknown, visiting: Set<object> | null = null): boolean {
   if (schema === null || typeof schema !== 'object') return false;
   let known = reaches.get(check);
   if (!known) reaches.set(check, (known = new WeakMap()));
   const cached = known.get(schema);
   if (cached !== undefined) return cached;
-  // A schema that contains itself is walked as if it could (the walk follows values, which are finite).
-  if (visiting.has(schema)) return true;
-  visiting.add(schema);
+  const seen = visiting ?? new Set<object>();
+  if (seen.has(schema)) return true;
+  seen.add(schema);
   const s = schema as Json;
-  const below = (sub: unknown) => reach(check, keys, sub, visiting);
+  const below = (sub: unknown) => reachable(check, sub, seen);
   const result =
-    keys.some((k) => k in s) ||
+    check.keys.some((k) => k in s) ||
     (Array.isArray(s.anyOf) && s.anyOf.some(below)) ||
     below(s.items) ||
     propertiesOf(s).some(([, sub]) => below(sub));
-  visiting.delete(schema);
+  seen.delete(schema);
   known.set(schema, result);
   return result;
 }
 
 /**
- * Walks the schema beside the value through properties, items and unions, calling `at` on every array schema
- * with an array and every object schema with an object, skipping the subschemas where `at` can find nothing.
+ * Walks the schema beside the value through properties, items and unions, running the check on every array schema
+ * with an array and every object schema with an object, skipping the subschemas where it can find nothing.
  */
-function walkSized(schema: unknown, value: unknown, at: Check, keys: readonly string[]): Found | null {
-  if (!reachable(at, keys, schema)) return null;
+function walkSized(schema: unknown, value: unknown, check: Check): Found | null {
+  if (!reachable(check, schema)) return null;
   const s = schema as Json;
   if (Array.isArray(s.anyOf)) {
     for (const branch of s.anyOf) {
-      const p = walkSized(branch, value, at, keys);
+      const p = walkSized(branch, value, check);
       if (p) return p;
     }
     return null;
   }
   if (Array.isArray(value) && s.type === 'array') {
-    const message = at(s, value);
+    const message = check.find(s, value);
     if (message) return { path: [], message };
-    if (s.items && typeof s.items === 'object' && reachable(at, keys, s.items)) {
+    if (s.items && typeof s.items === 'object' && reachable(check, s.items)) {
       for (let i = 0; i < value.length; i++) {
-        const q = walkSized(s.items, value[i], at, keys);
+        const q = walkSized(s.items, value[i], check);
         if (q) return (q.path.unshift(i), q);
       }
     }
     return null;
   }
   if (value !== null && typeof value === 'object' && !Array.isArray(value) && s.type === 'object') {
-    const message = at(s, value as Json);
+    const message = check.find(s, value as Json);
     if (message) return { path: [], message };
     for (const [k, sub] of propertiesOf(s)) {
       if (!Object.hasOwn(value, k)) continue;
-      const q = walkSized(sub, (value as Json)[k], at, keys);
+      const q = walkSized(sub, (value as Json)[k], check);
       if (q) return (q.path.unshift(k), q);
     }
   }
@@ -129,34 +130,38 @@ function codePoints(s: string): number {
   return n;
 }
 
-const tooMany: Check = (s, v) => {
-  if (Array.isArray(v)) return typeof s.maxItems === 'number' && v.length > s.maxItems ? `must have at most ${s.maxItems} items` : null;
-  const names = s.propertyNames as Json | undefined;
-  if (typeof s.maxProperties !== 'number' && !names) return null;
-  const keys = Object.keys(v);
-  if (typeof s.maxProperties === 'number' && keys.length > s.maxProperties) return `must have at most ${s.maxProperties} properties`;
-  const min = typeof names?.minLength === 'number' ? names.minLength : 0;
-  const max = typeof names?.maxLength === 'number' ? names.maxLength : Infinity;
-  for (const k of keys) {
-    // The key itself is not echoed: it may be a megabyte long.
-    const n = k.length > max || k.length < 2 * min ? codePoints(k) : k.length;
-    if (n < min || n > max) return `must have keys of ${min} to ${max} characters`;
-  }
-  return null;
+const tooMany: Check = {
+  keys: ['maxItems', 'maxProperties', 'propertyNames'],
+  find(s, v) {
+    if (Array.isArray(v)) return typeof s.maxItems === 'number' && v.length > s.maxItems ? `must have at most ${s.maxItems} items` : null;
+    const names = s.propertyNames as Json | undefined;
+    if (typeof s.maxProperties !== 'number' && !names) return null;
+    const keys = Object.keys(v);
+    if (typeof s.maxProperties === 'number' && keys.length > s.maxProperties) return `must have at most ${s.maxProperties} properties`;
+    const min = typeof names?.minLength === 'number' ? names.minLength : 0;
+    const max = typeof names?.maxLength === 'number' ? names.maxLength : Infinity;
+    for (const k of keys) {
+      // The key itself is not echoed: it may be a megabyte long.
+      const n = k.length > max || k.length < 2 * min ? codePoints(k) : k.length;
+      if (n < min || n > max) return `must have keys of ${min} to ${max} characters`;
+    }
+    return null;
+  },
 };
-const TOO_MANY_KEYS = ['maxItems', 'maxProperties', 'propertyNames'] as const;
 
-const duplicate: Check = (s, v) => {
-  if (s.uniqueItems !== true || !Array.isArray(v)) return null;
-  const seen = new Set<string>();
-  for (const item of v) {
-    const key = typeof item === 'string' ? `s${item}` : `j${JSON.stringify(item)}`;
-    if (seen.has(key)) return 'must not contain duplicate items';
-    seen.add(key);
-  }
-  return null;
+const duplicate: Check = {
+  keys: ['uniqueItems'],
+  find(s, v) {
+    if (s.uniqueItems !== true || !Array.isArray(v)) return null;
+    const seen = new Set<string>();
+    for (const item of v) {
+      const key = typeof item === 'string' ? `s${item}` : `j${JSON.stringify(item)}`;
+      if (seen.has(key)) return 'must not contain duplicate items';
+      seen.add(key);
+    }
+    return null;
+  },
 };
-const DUPLICATE_KEYS = ['uniqueItems'] as const;
 
 export function validator<S extends TSchema>(schema: S): Validator<Static<S>> {
   const compiled = Compile(withoutUnique(schema) as S);
@@ -168,10 +173,10 @@ export function validator<S extends TSchema>(schema: S): Validator<Static<S>> {
     // An empty body is accepted as `{}`: routes whose fields are all optional then pass, and the others report
     // each missing field rather than "(body) must be object".
     const value = input === undefined ? {} : input;
-    const long = walkSized(schema, value, tooMany, TOO_MANY_KEYS);
+    const long = walkSized(schema, value, tooMany);
     if (long) fail([problemOf(long)]);
     if (compiled.Check(value)) {
-      const dup = walkSized(schema, value, duplicate, DUPLICATE_KEYS);
+      const dup = walkSized(schema, value, duplicate);
       if (dup) fail([problemOf(dup)]);
       return value as Static<S>;
     }

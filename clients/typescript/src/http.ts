@@ -194,15 +194,7 @@ export class HttpCore {
     } finally {
       abandon();
     }
-    let body: unknown = undefined;
-    if (text.length > 0) {
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new UnknownApiError({ status: res.status, code: `HTTP_${res.status}`, message: `${spec.method} ${spec.path}: the answer is not JSON`, method: spec.method, path: spec.path });
-      }
-    }
-    return { status: res.status, headers: res.headers, body: body as T };
+    return { status: res.status, headers: res.headers, body: bodyOf<T>(spec, res.status, text) };
   }
 
   /** One attempt over node:http(s), as `once` over fetch: the parsed body, or the mapped error. */
@@ -256,22 +248,12 @@ export class HttpCore {
           if (!settle()) return;
           const status = res.statusCode ?? 0;
           const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
-          let parsed: unknown = undefined;
-          let json = true;
-          if (text.length > 0) {
-            try {
-              parsed = JSON.parse(text);
-            } catch {
-              json = false;
-            }
-          }
-          if (status >= 400) {
-            const retryAfter = res.headers['retry-after'];
-            reject(errorFromResponse(status, json ? parsed : text, typeof retryAfter === 'string' ? retryAfter : null, spec.method, spec.path));
-          } else if (!json) {
-            reject(new UnknownApiError({ status, code: `HTTP_${status}`, message: `${spec.method} ${spec.path}: the answer is not JSON`, method: spec.method, path: spec.path }));
-          } else {
-            resolve({ status, headers: headersOf(res.headers), body: parsed as T });
+          const retryAfter = res.headers['retry-after'];
+          try {
+            if (status >= 400) throw errorOf(spec, status, text, typeof retryAfter === 'string' ? retryAfter : null);
+            resolve({ status, headers: headersOf(res.headers), body: bodyOf<T>(spec, status, text) });
+          } catch (err) {
+            reject(err);
           }
         });
       });
@@ -325,13 +307,7 @@ export class HttpCore {
     if (res.status >= 400) {
       const text = await res.text().catch(() => '');
       abandon();
-      let body: unknown = text;
-      try {
-        body = text ? JSON.parse(text) : undefined;
-      } catch {
-        /* not JSON: a proxy's page; keep the text for the message */
-      }
-      throw errorFromResponse(res.status, body, res.headers.get('retry-after'), spec.method, spec.path);
+      throw errorOf(spec, res.status, text, res.headers.get('retry-after'));
     }
     return { res, abandon };
   }
@@ -373,6 +349,27 @@ export class HttpCore {
     }
     return h;
   }
+}
+
+/** A 2xx answer's body: its JSON (undefined when empty), or UnknownApiError when it is not JSON. */
+function bodyOf<T>(spec: RequestSpec, status: number, text: string): T {
+  if (text.length === 0) return undefined as T;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new UnknownApiError({ status, code: `HTTP_${status}`, message: `${spec.method} ${spec.path}: the answer is not JSON`, method: spec.method, path: spec.path });
+  }
+}
+
+/** The error of a non-2xx answer, from its body (JSON, or a proxy's page kept as text for the message). */
+function errorOf(spec: RequestSpec, status: number, text: string, retryAfter: string | null): SluiceError {
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* not JSON: keep the text */
+  }
+  return errorFromResponse(status, body, retryAfter, spec.method, spec.path);
 }
 
 /** A node response's headers as fetch's Headers (what RawResponse carries). */
