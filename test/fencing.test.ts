@@ -1,6 +1,7 @@
 // Fencing: a group commit carries the epochs of its shards and writes nothing unless the node still holds every
 // one of them under that epoch, in the same statement; the shard leases (take, renew, hand over, lose) that move
-// the epochs. On both stores (the embedded node owns every shard of its own database the same way).
+// the epochs; how a group's inserts with and without an idempotency key go in. On both stores (the embedded node
+// owns every shard of its own database the same way).
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
@@ -223,7 +224,7 @@ describe('the fence of a group commit', () => {
       const plans = await commits.query<{ name: string; generic_plans: number; custom_plans: number }>(
         `SELECT name, generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE name LIKE 'commit_%' ORDER BY name`,
       );
-      assert.deepEqual(plans.map((p) => p.name), ['commit_fi', 'commit_fu']);
+      assert.deepEqual(plans.map((p) => p.name), ['commit_fp', 'commit_fu']);
       for (const p of plans) {
         assert.equal(p.custom_plans, 0, `${p.name}: planned for each commit's values`);
         assert.equal(p.generic_plans, 8, `${p.name}: its generic plan serves every commit`);
@@ -243,6 +244,32 @@ describe('the fence of a group commit', () => {
     const [row] = await store.query<{ status: string }>(`SELECT status FROM jobs WHERE id = $1`, [job.id]);
     assert.equal(row!.status, 'pending');
     assert.equal((await store.query(`SELECT 1 FROM queues WHERE name = 'fenced-upd'`)).length, 0);
+  });
+});
+
+describe("a group commit's inserts", () => {
+  test('a job with a key another row holds is not inserted; every job without a key is, and one claimed in the group comes back', async () => {
+    const keyed = (key: string): JournalRecord => {
+      const rec = insert('split-inserts') as Extract<JournalRecord, { kind: 'insert' }>;
+      return { ...rec, job: { ...rec.job, idempotency_key: key }, conflictKey: true };
+    };
+    const jobOf = (r: JournalRecord) => (r as Extract<JournalRecord, { kind: 'insert' }>).job;
+    const holder = keyed('split-k1');
+    assert.ok((await commitBatch(store, [holder])).inserted.has(jobOf(holder).id));
+
+    const [taken, fresh, plain, claimed] = [keyed('split-k1'), keyed('split-k2'), insert('split-inserts'), insert('split-inserts')];
+    const c = jobOf(claimed);
+    const lease = randomUUID();
+    const claim: JournalRecord = { kind: 'update', id: c.id, state: { ...c, status: 'processing', started_at: Date.now(), lease_id: lease, assigned_worker_id: 'w' }, returning: true, onlyFrom: ['pending'] };
+    const out = await commitBatch(store, [taken, fresh, plain, claimed, claim]);
+    assert.equal(out.inserted.has(jobOf(taken).id), false, 'the key was held: not inserted');
+    assert.equal(out.inserted.has(jobOf(fresh).id), true);
+    const row = out.rows.get(c.id);
+    assert.equal(row?.status, 'processing');
+    assert.equal(row?.lease_id, lease);
+    assert.equal(out.rows.has(jobOf(plain).id), false, 'a job not claimed comes back as nothing');
+    const ids = (await store.query<{ id: string }>(`SELECT id FROM jobs WHERE queue_name = 'split-inserts'`)).map((r) => r.id).sort();
+    assert.deepEqual(ids, [holder, fresh, plain, claimed].map((r) => jobOf(r).id).sort());
   });
 });
 

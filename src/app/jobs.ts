@@ -273,10 +273,12 @@ export class Jobs {
     const { jobs, ...defaults } = request;
     const failed: BulkOutcome['failed'] = [];
     const valid: Array<{ index: number } & CompiledJob> = [];
+    const merging = Object.keys(defaults).length > 0;
     jobs.forEach((item, index) => {
       try {
-        const merged = item !== null && typeof item === 'object' && !Array.isArray(item) ? { ...defaults, ...item } : item;
-        valid.push({ index, ...this.compile(EnqueueBody(merged)) });
+        const merged = merging && item !== null && typeof item === 'object' && !Array.isArray(item) ? { ...defaults, ...item } : item;
+        const { queue, input, bytes } = this.compile(EnqueueBody(merged));
+        valid.push({ index, queue, input, bytes });
       } catch (err) {
         if (!(err instanceof AppError)) throw err;
         failed.push({ index, error: err.toBody() });
@@ -343,21 +345,31 @@ export class Jobs {
       this.c.quotas.releaseJobs(org, admission, inputs.length);
       throw err;
     }
-    return Promise.all(
-      replies.map(async (r) => {
-        if (r.created) {
-          this.c.places.remember(org, r.id, queue);
-          return { id: r.id, created: true };
-        }
-        this.c.quotas.releaseJobs(org, admission, 1);
-        if ('error' in r) return AppError.fromWire(r.error);
-        try {
-          return { id: (await this.holder(org, r)).id as string, created: false };
-        } catch (err) {
-          return err instanceof AppError ? err : new AppError('INTERNAL');
-        }
-      }),
-    );
+    // Jobs created are answered as they are; only a duplicate waits, for the row that holds its key.
+    const out: Array<{ id: string; created: boolean } | AppError | Promise<{ id: string; created: boolean } | AppError>> = [];
+    let refused = 0;
+    let holders = false;
+    for (const r of replies) {
+      if (r.created) {
+        this.c.places.remember(org, r.id, queue);
+        out.push({ id: r.id, created: true });
+        continue;
+      }
+      refused++;
+      if ('error' in r) {
+        out.push(AppError.fromWire(r.error));
+        continue;
+      }
+      holders = true;
+      out.push(
+        this.holder(org, r).then(
+          (row) => ({ id: row.id as string, created: false }),
+          (err: unknown) => (err instanceof AppError ? err : new AppError('INTERNAL')),
+        ),
+      );
+    }
+    this.c.quotas.releaseJobs(org, admission, refused);
+    return holders ? Promise.all(out) : (out as Array<{ id: string; created: boolean } | AppError>);
   }
 
   /** The job that answers an enqueue that made none: the one holding its idempotency key, or the debounced one that took its payload. */

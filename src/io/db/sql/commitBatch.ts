@@ -47,9 +47,58 @@ const iso = (ms: number | null): string | null => (ms === null ? null : new Date
 /** A time travels as epoch milliseconds (a JSON number) and becomes a timestamptz in the statement. */
 const ts = (col: string): string => `to_timestamp(${col} / 1000.0)`;
 
+interface Insert {
+  row: JobRow;
+  conflictKey: boolean;
+  /** The row is this map's own copy (a later record of the group folded into it), not the actor's. */
+  own: boolean;
+  progress?: Progress;
+}
+
+/**
+ * `INSERT INTO jobs … SELECT … FROM json_to_recordset(…)` of these rows, up to its WHERE. Rows travel without their
+ * null fields (json_to_recordset reads a missing key as NULL): half the keys of a typical insert.
+ */
+function insertJobs(p1: (v: unknown, type: string) => string, inserts: Insert[]): string {
+  const rows = inserts.map(({ row: r, progress }) => {
+    const o: Record<string, unknown> = {
+      i: r.id, o: r.organization_id, q: r.queue_name, s: r.status, pl: r.payload, p: r.priority, r: r.retry_count,
+      m: r.max_retries, e: r.errors, tg: r.tags, to: r.timeout_seconds, ca: r.created_at, u: r.updated_at, d: r.dependencies_met,
+    };
+    put(o, 'v', r.result);
+    put(o, 'l', r.last_error);
+    put(o, 'k', r.idempotency_key);
+    put(o, 'sa', r.scheduled_at);
+    put(o, 'st', r.started_at);
+    put(o, 'c', r.completed_at);
+    put(o, 'w', r.assigned_worker_id);
+    put(o, 'li', r.lease_id);
+    put(o, 'le', r.lease_expires_at);
+    put(o, 'wf', r.workflow_id);
+    put(o, 'cw', r.completion_webhook);
+    put(o, 'cs', r.completion_webhook_secret);
+    put(o, 'ck', r.concurrency_key);
+    put(o, 'ie', r.idempotency_expires_at);
+    put(o, 'dk', r.debounce_key);
+    put(o, 'du', r.debounce_until);
+    put(o, 'pg', progress);
+    put(o, 'xa', r.expires_at);
+    return o;
+  });
+  return `INSERT INTO jobs (id, organization_id, queue_name, status, payload, result, priority, retry_count, max_retries,
+        last_error, errors, tags, idempotency_key, timeout_seconds, scheduled_at, created_at, started_at, completed_at,
+        updated_at, assigned_worker_id, lease_id, lease_expires_at, workflow_id, dependencies_met, completion_webhook,
+        completion_webhook_secret, concurrency_key, idempotency_expires_at, debounce_key, debounce_until, progress, expires_at)
+      SELECT i, o, q, s, pl, v, p, r, m, l, e, tg, k, "to", ${ts('sa')}, ${ts('ca')}, ${ts('st')}, ${ts('c')}, ${ts('u')},
+        w, li, ${ts('le')}, wf, d, cw, cs, ck, ${ts('ie')}, dk, ${ts('du')}, pg, ${ts('xa')}
+      FROM json_to_recordset(${p1(JSON.stringify(rows), 'json')}) AS t(i uuid, o uuid, q text, s text, pl jsonb, v jsonb, p int, r int, m int,
+        l text, e jsonb, tg jsonb, k text, "to" int, sa float8, ca float8, st float8, c float8, u float8, w text, li uuid, le float8,
+        wf uuid, d bool, cw text, cs text, ck text, ie float8, dk text, du float8, pg jsonb, xa float8)`;
+}
+
 export async function commitBatch(store: Store, records: readonly JournalRecord[], fence: Fence | null = null): Promise<CommitResult> {
   const queues = new Map<string, { organization_id: string; name: string; state: QueueState | null }>();
-  const inserts = new Map<string, { row: JobRow; conflictKey: boolean; own: boolean; progress?: Progress }>();
+  const inserts = new Map<string, Insert>();
   const usage = new Map<string, { organization_id: string; day: string; jobs_created: number }>();
   const updates = new Map<string, Update>();
 
@@ -215,54 +264,45 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
     takeOver = ` AND (SELECT count(*) FROM fr) >= 0${updates.size > 0 ? ' AND (SELECT count(*) FROM upd) >= 0' : ''}`;
   }
 
+  // Inserts go out in two statements. A job enqueued with an idempotency key may lose its key to an existing row:
+  // its insert is an ON CONFLICT DO NOTHING, and the ids it returns say which rows went in. A job without one cannot
+  // conflict (its id is new, and the key index is its only arbiter), so it is a plain insert whose rows are known to
+  // be in once the statement succeeds: no speculative insertion (8 % of the WAL of an insert) and no row back per job,
+  // only the rows of jobs claimed within the group (row_to_json, for the claim's reply).
+  let insertShape = '';
   if (inserts.size > 0) {
-    // Built without the null fields (json_to_recordset reads a missing key as NULL): half the keys of a typical
-    // insert, and no second object to filter.
-    const rows = [...inserts.values()].map(({ row: r, progress }) => {
-      const o: Record<string, unknown> = {
-        i: r.id, o: r.organization_id, q: r.queue_name, s: r.status, pl: r.payload, p: r.priority, r: r.retry_count,
-        m: r.max_retries, e: r.errors, tg: r.tags, to: r.timeout_seconds, ca: r.created_at, u: r.updated_at, d: r.dependencies_met,
-      };
-      put(o, 'v', r.result);
-      put(o, 'l', r.last_error);
-      put(o, 'k', r.idempotency_key);
-      put(o, 'sa', r.scheduled_at);
-      put(o, 'st', r.started_at);
-      put(o, 'c', r.completed_at);
-      put(o, 'w', r.assigned_worker_id);
-      put(o, 'li', r.lease_id);
-      put(o, 'le', r.lease_expires_at);
-      put(o, 'wf', r.workflow_id);
-      put(o, 'cw', r.completion_webhook);
-      put(o, 'cs', r.completion_webhook_secret);
-      put(o, 'ck', r.concurrency_key);
-      put(o, 'ie', r.idempotency_expires_at);
-      put(o, 'dk', r.debounce_key);
-      put(o, 'du', r.debounce_until);
-      put(o, 'pg', progress);
-      put(o, 'xa', r.expires_at);
-      return o;
-    });
-    ctes.push(`ins AS (
-      INSERT INTO jobs (id, organization_id, queue_name, status, payload, result, priority, retry_count, max_retries,
-        last_error, errors, tags, idempotency_key, timeout_seconds, scheduled_at, created_at, started_at, completed_at,
-        updated_at, assigned_worker_id, lease_id, lease_expires_at, workflow_id, dependencies_met, completion_webhook,
-        completion_webhook_secret, concurrency_key, idempotency_expires_at, debounce_key, debounce_until, progress, expires_at)
-      SELECT i, o, q, s, pl, v, p, r, m, l, e, tg, k, "to", ${ts('sa')}, ${ts('ca')}, ${ts('st')}, ${ts('c')}, ${ts('u')},
-        w, li, ${ts('le')}, wf, d, cw, cs, ck, ${ts('ie')}, dk, ${ts('du')}, pg, ${ts('xa')}
-      FROM json_to_recordset(${p1(JSON.stringify(rows), 'json')}) AS t(i uuid, o uuid, q text, s text, pl jsonb, v jsonb, p int, r int, m int,
-        l text, e jsonb, tg jsonb, k text, "to" int, sa float8, ca float8, st float8, c float8, u float8, w text, li uuid, le float8,
-        wf uuid, d bool, cw text, cs text, ck text, ie float8, dk text, du float8, pg jsonb, xa float8)
+    const keyedIns: Insert[] = [];
+    const plainIns: Insert[] = [];
+    let claimedPlain = false;
+    for (const i of inserts.values()) {
+      if (i.conflictKey) keyedIns.push(i);
+      else {
+        plainIns.push(i);
+        if (i.row.status === 'processing') claimedPlain = true;
+      }
+    }
+    if (keyedIns.length > 0) {
+      ctes.push(`ins AS (${insertJobs(p1, keyedIns)}
       WHERE true${guard}${takeOver}
       ON CONFLICT (organization_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
       RETURNING id, CASE WHEN status = 'processing' THEN row_to_json(jobs) END AS row)`);
-    selects.push(`SELECT 'i' AS k, id, row FROM ins`);
+      selects.push(`SELECT 'i' AS k, id, row FROM ins`);
+      insertShape += 'i';
+    }
+    if (plainIns.length > 0) {
+      // Unreferenced, a data-modifying CTE still runs.
+      ctes.push(`insp AS (${insertJobs(p1, plainIns)}
+      WHERE true${guard}${claimedPlain ? `
+      RETURNING id, CASE WHEN status = 'processing' THEN row_to_json(jobs) END AS row` : ''})`);
+      if (claimedPlain) selects.push(`SELECT 'i' AS k, id, row FROM insp WHERE row IS NOT NULL`);
+      insertShape += claimedPlain ? 'P' : 'p';
+    }
   }
 
   if (selects.length === 0) selects.push(`SELECT NULL::text AS k, NULL::uuid AS id, NULL::json AS row WHERE false`);
   const sql = `WITH ${ctes.join(',\n')}\n${selects.join('\nUNION ALL\n')}`;
   // One shape of statement per combination of CTEs present: each is prepared once per connection.
-  const shape = `commit_${fence !== null ? 'f' : ''}${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${usage.size > 0 ? 'n' : ''}${keyed.length > 0 ? 'k' : ''}${inserts.size > 0 ? 'i' : ''}${updates.size > 0 ? 'u' : ''}`;
+  const shape = `commit_${fence !== null ? 'f' : ''}${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${usage.size > 0 ? 'n' : ''}${keyed.length > 0 ? 'k' : ''}${insertShape}${updates.size > 0 ? 'u' : ''}`;
   const result = await store.query<{ k: string; id: string; row: Record<string, unknown> | null }>(sql, params, shape);
 
   const out: CommitResult = { rows: new Map(), inserted: new Set() };
