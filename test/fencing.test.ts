@@ -224,7 +224,7 @@ describe('the fence of a group commit', () => {
       const plans = await commits.query<{ name: string; generic_plans: number; custom_plans: number }>(
         `SELECT name, generic_plans::int, custom_plans::int FROM pg_prepared_statements WHERE name LIKE 'commit_%' ORDER BY name`,
       );
-      assert.deepEqual(plans.map((p) => p.name), ['commit_fp', 'commit_fu']);
+      assert.deepEqual(plans.map((p) => p.name), ['commit_fp', 'commit_fr']);
       for (const p of plans) {
         assert.equal(p.custom_plans, 0, `${p.name}: planned for each commit's values`);
         assert.equal(p.generic_plans, 8, `${p.name}: its generic plan serves every commit`);
@@ -248,28 +248,33 @@ describe('the fence of a group commit', () => {
 });
 
 describe("a group commit's inserts", () => {
-  test('a job with a key another row holds is not inserted; every job without a key is, and one claimed in the group comes back', async () => {
+  test('a job with a key another row holds is not inserted; every job without a key is; only rows claimed in the group come back', async () => {
     const keyed = (key: string): JournalRecord => {
       const rec = insert('split-inserts') as Extract<JournalRecord, { kind: 'insert' }>;
       return { ...rec, job: { ...rec.job, idempotency_key: key }, conflictKey: true };
     };
     const jobOf = (r: JournalRecord) => (r as Extract<JournalRecord, { kind: 'insert' }>).job;
     const holder = keyed('split-k1');
-    assert.ok((await commitBatch(store, [holder])).inserted.has(jobOf(holder).id));
+    const done = insert('split-inserts');
+    assert.ok((await commitBatch(store, [holder, done])).inserted.has(jobOf(holder).id));
+    // An update that returns nothing, in a group whose keyed inserts read the updates first (the key takeover).
+    const complete: JournalRecord = { kind: 'update', id: jobOf(done).id, state: { ...jobOf(done), status: 'completed', completed_at: Date.now() } };
 
     const [taken, fresh, plain, claimed] = [keyed('split-k1'), keyed('split-k2'), insert('split-inserts'), insert('split-inserts')];
     const c = jobOf(claimed);
     const lease = randomUUID();
     const claim: JournalRecord = { kind: 'update', id: c.id, state: { ...c, status: 'processing', started_at: Date.now(), lease_id: lease, assigned_worker_id: 'w' }, returning: true, onlyFrom: ['pending'] };
-    const out = await commitBatch(store, [taken, fresh, plain, claimed, claim]);
+    const out = await commitBatch(store, [taken, fresh, plain, claimed, claim, complete]);
     assert.equal(out.inserted.has(jobOf(taken).id), false, 'the key was held: not inserted');
     assert.equal(out.inserted.has(jobOf(fresh).id), true);
     const row = out.rows.get(c.id);
     assert.equal(row?.status, 'processing');
     assert.equal(row?.lease_id, lease);
     assert.equal(out.rows.has(jobOf(plain).id), false, 'a job not claimed comes back as nothing');
-    const ids = (await store.query<{ id: string }>(`SELECT id FROM jobs WHERE queue_name = 'split-inserts'`)).map((r) => r.id).sort();
-    assert.deepEqual(ids, [holder, fresh, plain, claimed].map((r) => jobOf(r).id).sort());
+    assert.equal(out.rows.has(jobOf(done).id), false);
+    const rows = await store.query<{ id: string; status: string }>(`SELECT id, status FROM jobs WHERE queue_name = 'split-inserts'`);
+    assert.deepEqual(rows.map((r) => r.id).sort(), [holder, done, fresh, plain, claimed].map((r) => jobOf(r).id).sort());
+    assert.equal(rows.find((r) => r.id === jobOf(done).id)?.status, 'completed');
   });
 });
 

@@ -205,13 +205,19 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
       ON CONFLICT (organization_id, day) DO UPDATE SET jobs_created = EXCLUDED.jobs_created)`);
   }
 
+  // Keyed inserts that may take a key over (see `fr` below); they read `upd`, which must then return its rows.
+  const keyed = [...inserts.values()].filter((i) => i.conflictKey && i.row.idempotency_key !== null).map((i) => i.row);
+  let returning = false;
   if (updates.size > 0) {
     const us = [...updates].map(([id, u]) => {
       const st = u.state;
       const o: Record<string, unknown> = { i: id, s: st.status, p: st.priority, r: st.retry_count, u: st.updated_at, d: st.dependencies_met };
       // h and t are only ever tested (CASE WHEN): missing reads as NULL, which is false there.
       if (u.hasResult) o.h = true;
-      if (u.returning) o.t = true;
+      if (u.returning) {
+        o.t = true;
+        returning = true;
+      }
       put(o, 'l', st.last_error);
       put(o, 'sa', st.scheduled_at);
       put(o, 'st', st.started_at);
@@ -243,15 +249,15 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
       FROM json_to_recordset(${p1(JSON.stringify(us), 'json')}) AS u(i uuid, s text, p int, r int, l text, sa float8, st float8, c float8,
         u float8, w text, li uuid, le float8, h bool, v jsonb, e jsonb, t bool, o text, d bool, x jsonb)
       WHERE j.id = ANY (${p([...updates.keys()], 'uuid')}) AND j.id = u.i AND (u.o IS NULL OR j.status = ANY (string_to_array(u.o, ',')))${guard}
-      RETURNING j.id, CASE WHEN u.t THEN row_to_json(j) END AS row)`);
-    selects.push(`SELECT 'u' AS k, id, row FROM upd`);
+      ${returning || keyed.length > 0 ? 'RETURNING j.id, CASE WHEN u.t THEN row_to_json(j) END AS row' : ''})`);
+    // Only the rows asked for come back (claims): a completion's answer is the actor's, not the row's.
+    if (returning) selects.push(`SELECT 'u' AS k, id, row FROM upd WHERE row IS NOT NULL`);
   }
 
   // A keyed insert takes its key over from a row whose idempotency window is over (idempotency_expires_at), in this
   // same statement: `fr` clears the old row's key, and `ins` reads `fr` (and `upd`, where the actor dropped a live
   // job's key itself) before inserting, which makes both run first, so the unique index no longer sees the old key.
   // Rows this group also updates are left to `upd`: one statement must not modify a row twice.
-  const keyed = [...inserts.values()].filter((i) => i.conflictKey && i.row.idempotency_key !== null).map((i) => i.row);
   let takeOver = '';
   if (keyed.length > 0) {
     ctes.push(`fr AS (
@@ -264,7 +270,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
     takeOver = ` AND (SELECT count(*) FROM fr) >= 0${updates.size > 0 ? ' AND (SELECT count(*) FROM upd) >= 0' : ''}`;
   }
 
-  // Inserts go out in two statements. A job enqueued with an idempotency key may lose its key to an existing row:
+  // Inserts go out in two parts. A job enqueued with an idempotency key may lose its key to an existing row:
   // its insert is an ON CONFLICT DO NOTHING, and the ids it returns say which rows went in. A job without one cannot
   // conflict (its id is new, and the key index is its only arbiter), so it is a plain insert whose rows are known to
   // be in once the statement succeeds: no speculative insertion (8 % of the WAL of an insert) and no row back per job,
@@ -295,14 +301,16 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
       WHERE true${guard}${claimedPlain ? `
       RETURNING id, CASE WHEN status = 'processing' THEN row_to_json(jobs) END AS row` : ''})`);
       if (claimedPlain) selects.push(`SELECT 'i' AS k, id, row FROM insp WHERE row IS NOT NULL`);
-      insertShape += claimedPlain ? 'P' : 'p';
+      insertShape += claimedPlain ? 'o' : 'p';
     }
   }
 
   if (selects.length === 0) selects.push(`SELECT NULL::text AS k, NULL::uuid AS id, NULL::json AS row WHERE false`);
   const sql = `WITH ${ctes.join(',\n')}\n${selects.join('\nUNION ALL\n')}`;
-  // One shape of statement per combination of CTEs present: each is prepared once per connection.
-  const shape = `commit_${fence !== null ? 'f' : ''}${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${usage.size > 0 ? 'n' : ''}${keyed.length > 0 ? 'k' : ''}${insertShape}${updates.size > 0 ? 'u' : ''}`;
+  // One shape of statement per combination of CTEs present: each is prepared once per connection. Letters: fenced,
+  // queues upserted, deleted, usage, key takeover, keyed inserts, plain inserts (o: returning claimed rows), updates
+  // (r: returning claimed rows).
+  const shape = `commit_${fence !== null ? 'f' : ''}${kept.length > 0 ? 'q' : ''}${dropped.length > 0 ? 'd' : ''}${usage.size > 0 ? 'n' : ''}${keyed.length > 0 ? 'k' : ''}${insertShape}${updates.size > 0 ? (returning ? 'r' : 'u') : ''}`;
   const result = await store.query<{ k: string; id: string; row: Record<string, unknown> | null }>(sql, params, shape);
 
   const out: CommitResult = { rows: new Map(), inserted: new Set() };
