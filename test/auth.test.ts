@@ -293,3 +293,39 @@ test('JWT_SECRET signs the tokens when set: a node with another secret refuses t
     await store.dispose();
   }
 });
+
+test('unknown API keys: each read once for a while, many in a statement, one statement at a time; a live key is answered meanwhile', async () => {
+  const n = await startTestNode();
+  try {
+    // The store the node reads keys from, watched: how many digests each read of keys asks for, and how many run at once.
+    const store = n.node.store;
+    const query = store.query.bind(store);
+    const reads: number[] = [];
+    let running = 0;
+    let most = 0;
+    store.query = (async (sql: string, params?: unknown[], name?: string) => {
+      if (name !== 'findApiKeys') return query(sql, params, name);
+      reads.push((params![0] as string[]).length);
+      most = Math.max(most, ++running);
+      try {
+        return await query(sql, params, name);
+      } finally {
+        running--;
+      }
+    }) as typeof store.query;
+    const keys = Array.from({ length: 100 }, () => `svc_test_${randomUUID().replaceAll('-', '')}`);
+    const answers = await Promise.all([...keys, ...keys, ...keys].map((k) => n.api.as(k).get(ME)));
+    for (const r of answers) assertError(r, 401, 'UNAUTHORIZED');
+    assert.equal(most, 1, 'one read of keys at a time');
+    assert.equal(reads.reduce((a, b) => a + b, 0), keys.length, 'each unknown key read once');
+    assert.ok(reads.some((k) => k > 1), `keys asked for during a read go together in the next: ${reads}`);
+
+    // Asked again within the half minute: refused without a read, while a live key is still answered.
+    const again = await Promise.all([...keys.map((k) => n.api.as(k).get(ME)), n.api.get(ME)]);
+    for (const r of again.slice(0, -1)) assertError(r, 401, 'UNAUTHORIZED');
+    assert.equal(again.at(-1)!.status, 200);
+    assert.ok(reads.reduce((a, b) => a + b, 0) <= keys.length + 1, `no unknown key read again: ${reads}`);
+  } finally {
+    await n.stop();
+  }
+});

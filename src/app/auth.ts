@@ -23,11 +23,12 @@ import type { Clock } from '../clock.js';
 import { AppError, validationError } from '../errors.js';
 import type { Log } from '../log.js';
 import type { Store } from '../io/db/store.js';
-import { findApiKey, type KeyRow } from '../io/db/sql/findApiKey.js';
+import { findApiKeys, type KeyRow } from '../io/db/sql/findApiKeys.js';
 import { findApiKeyById } from '../io/db/sql/findApiKeyById.js';
 import { issueLoginCode } from '../io/db/sql/issueLoginCode.js';
 import { liveRevokedTokens } from '../io/db/sql/liveRevokedTokens.js';
 import { pruneEmailLogin } from '../io/db/sql/pruneEmailLogin.js';
+import { KeyLookups } from './key-lookups.js';
 import { revokeTokens, type RevokedToken } from '../io/db/sql/revokeTokens.js';
 import { throttleLoginMail } from '../io/db/sql/throttleLoginMail.js';
 import { touchApiKey } from '../io/db/sql/touchApiKey.js';
@@ -88,6 +89,12 @@ export class Authenticator {
    * It holds keys the node is being sent anyway, and only as long as the cache of what they map to.
    */
   private readonly keyDigests = new Map<string, string>();
+  /**
+   * Digests no key has, until when (real-time ms): a key sent again and again that does not exist is refused without
+   * a read. A key is a random secret, so a key created later cannot have been sent (and remembered here) before.
+   */
+  private readonly unknownDigests = new Map<string, number>();
+  private readonly lookups: KeyLookups;
   /** Keys revoked on this node lately (real-time ms until which to remember), kept apart from the evictable cache. */
   private readonly revokedKeys = new Map<string, number>();
   /** Changes of keys' permissions applied on this node: a read in flight across one is not cached. */
@@ -105,6 +112,7 @@ export class Authenticator {
     this.tokens = c.tokens;
     this.log = c.log;
     this.channel = c.invalidations;
+    this.lookups = new KeyLookups((digests) => findApiKeys(this.store, digests));
   }
 
   /** Loads the revoked JWT ids that have not expired yet. */
@@ -120,19 +128,26 @@ export class Authenticator {
 
   /** The principal of an API key (also login's check of the key it is given). */
   async apiKey(key: string): Promise<Principal> {
-    let digest = this.keyDigests.get(key);
-    if (digest === undefined) {
-      digest = digestKey(key);
-      if (this.keyDigests.size >= CACHE_MAX) this.keyDigests.delete(this.keyDigests.keys().next().value!);
-      this.keyDigests.set(key, digest);
-    }
+    const seen = this.keyDigests.get(key);
+    const digest = seen ?? digestKey(key);
     const id = this.digests.get(digest);
     let state = id === undefined ? undefined : this.fresh(id);
     if (!state) {
+      if ((this.unknownDigests.get(digest) ?? 0) > Date.now()) throw new AppError('UNAUTHORIZED', 'Invalid API key');
       const rereads = this.rereads;
-      const row = await findApiKey(this.store, digest);
-      if (!row) throw new AppError('UNAUTHORIZED', 'Invalid API key');
+      const row = await this.lookups.find(digest);
+      if (!row) {
+        this.unknownDigests.delete(digest);
+        if (this.unknownDigests.size >= CACHE_MAX) this.unknownDigests.delete(this.unknownDigests.keys().next().value!);
+        this.unknownDigests.set(digest, Date.now() + CACHE_MS);
+        throw new AppError('UNAUTHORIZED', 'Invalid API key');
+      }
       state = this.remember(row, rereads);
+    }
+    // Only keys that exist are remembered by their text: unknown ones would push the live keys out.
+    if (seen === undefined) {
+      if (this.keyDigests.size >= CACHE_MAX) this.keyDigests.delete(this.keyDigests.keys().next().value!);
+      this.keyDigests.set(key, digest);
     }
     if (state.revoked) throw new AppError('UNAUTHORIZED', 'Invalid API key');
     this.touch(state.principal.apiKeyId!);
