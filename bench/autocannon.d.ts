@@ -24,10 +24,12 @@ declare module 'autocannon' {
     amount?: number;
     timeout?: number;
     idReplacement?: boolean;
+    /** Requests per second over all connections (open loop at that rate). */
+    overallRate?: number;
     /** Per-request overrides; setupRequest may rewrite each request (a body per request). */
     requests?: Array<{ setupRequest?: (req: { method?: string; path?: string; headers?: Record<string, string>; body?: string }) => object }>;
   }
-  interface Result {
+  export interface Result {
     requests: Histogram;
     latency: Histogram;
     throughput: Histogram;
@@ -38,6 +40,8 @@ declare module 'autocannon' {
     timeouts: number;
     non2xx: number;
     '2xx': number;
+    /** Answers by status code. */
+    statusCodeStats?: Record<string, { count: number }>;
   }
   function autocannon(opts: Options): Promise<Result>;
   export default autocannon;

@@ -1,6 +1,6 @@
 // `make bench`: runs the load scenarios against a Sluice node on PostgreSQL and prints a markdown table.
 //
-//   node --import tsx bench/run.ts [enqueue|enqueueBatch|cycle|cycle10|cycleAck|cycleKeys|e2e|claim|sdkWorker|scale ...]   (default: all, in this order)
+//   node --import tsx bench/run.ts [enqueue|enqueueBatch|cycle|cycle10|cycleAck|cycleKeys|e2e|claim|sdkWorker|scale|keyFlood ...]   (default: all, in this order)
 //
 // Each scenario gets a fresh database and a fresh node in a child process, so one scenario's leftover
 // jobs (scenario 1 leaves ~100k pending) do not slow the next. Environment: BENCH_SECONDS (measured
@@ -22,9 +22,10 @@ import { e2e } from './e2e.js';
 import { scale } from './scale.js';
 import { sdkWorker } from './sdk-worker.js';
 import { enqueue, enqueueBatch } from './enqueue.js';
+import { keyFlood } from './key-flood.js';
 import { freshDatabase, Meter, otherLoad, SERVER_ROOT, startServer, type Row, type Scenario } from './lib.js';
 
-const SCENARIOS: Record<string, Scenario> = { enqueue, enqueueBatch, cycle, cycle10, cycleAck, cycleKeys, e2e, claim: claimLatency, sdkWorker, scale };
+const SCENARIOS: Record<string, Scenario> = { enqueue, enqueueBatch, cycle, cycle10, cycleAck, cycleKeys, e2e, claim: claimLatency, sdkWorker, scale, keyFlood };
 
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 

@@ -28,7 +28,6 @@ import { findApiKeyById } from '../io/db/sql/findApiKeyById.js';
 import { issueLoginCode } from '../io/db/sql/issueLoginCode.js';
 import { liveRevokedTokens } from '../io/db/sql/liveRevokedTokens.js';
 import { pruneEmailLogin } from '../io/db/sql/pruneEmailLogin.js';
-import { KeyLookups } from './key-lookups.js';
 import { revokeTokens, type RevokedToken } from '../io/db/sql/revokeTokens.js';
 import { throttleLoginMail } from '../io/db/sql/throttleLoginMail.js';
 import { touchApiKey } from '../io/db/sql/touchApiKey.js';
@@ -36,6 +35,7 @@ import { useLoginCode } from '../io/db/sql/useLoginCode.js';
 import type { Invalidation, InvalidationChannel } from '../io/db/invalidations.js';
 import { validator, type Valid } from '../io/validate.js';
 import type { AppContext } from './context.js';
+import { KeyLookups } from './key-lookups.js';
 import type { Session, TokenClaims, Tokens } from './tokens.js';
 
 export interface Principal {
