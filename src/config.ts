@@ -91,6 +91,12 @@ export interface Config {
   readonly warmUpJobs: number;
   /** The warm-up stops after this long, whatever it has run. */
   readonly warmUpMs: number;
+  /**
+   * How long a node given SIGTERM or SIGINT may take to stop before it exits anyway (status 1): a store that no
+   * longer answers would otherwise hold the process forever. Nothing acknowledged is lost by the exit (a reply
+   * follows its commit), and the shards it held are taken over once their leases run out.
+   */
+  readonly stopTimeoutMs: number;
 }
 
 
@@ -196,6 +202,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyMaxValues: int('BODY_MAX_VALUES', 50_000, 1000, 10_000_000),
     warmUpJobs: int('WARM_UP_JOBS', 2000, 0, 100_000),
     warmUpMs: int('WARM_UP_MS', 3000, 100, 60_000),
+    stopTimeoutMs: int('STOP_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
   };
   if (config.jwtSecret !== null && config.jwtSecret.length < 32) problems.push('JWT_SECRET must be at least 32 characters');
   if (config.jwtSecret === null && config.production) problems.push('JWT_SECRET is required when NODE_ENV=production');

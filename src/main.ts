@@ -17,12 +17,21 @@ try {
 const log = createLog(config.logLevel, config.logFormat);
 const node = await startNode({ config, log });
 
+// A stop that hangs (a store that no longer answers) ends at STOP_TIMEOUT_MS, or at once on a second signal (a
+// second Ctrl-C): what was acknowledged is committed already, and what was not, the clients send again.
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    if (stopping) return;
+    if (stopping) {
+      log.error(`${signal} again while stopping: exiting now`);
+      process.exit(1);
+    }
     stopping = true;
     log.info(`${signal}: draining and stopping`);
+    setTimeout(() => {
+      log.error(`the node did not stop within STOP_TIMEOUT_MS (${config.stopTimeoutMs} ms): exiting now`);
+      process.exit(1);
+    }, config.stopTimeoutMs).unref();
     node.stop().then(
       () => process.exit(0),
       (err) => {
