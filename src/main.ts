@@ -15,10 +15,11 @@ try {
   throw err;
 }
 const log = createLog(config.logLevel, config.logFormat);
-const node = await startNode({ config, log });
+const started = startNode({ config, log });
 
-// A stop that hangs (a store that no longer answers) ends at STOP_TIMEOUT_MS, or at once on a second signal (a
-// second Ctrl-C): what was acknowledged is committed already, and what was not, the clients send again.
+// Listened for from the start: a signal while the node boots stops it once it has booted. A stop that hangs (a
+// store that no longer answers) ends at STOP_TIMEOUT_MS, or at once on a second signal (a second Ctrl-C): what was
+// acknowledged is committed already, and what was not, the clients send again.
 let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
@@ -32,12 +33,15 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       log.error(`the node did not stop within STOP_TIMEOUT_MS (${config.stopTimeoutMs} ms): exiting now`);
       process.exit(1);
     }, config.stopTimeoutMs).unref();
-    node.stop().then(
-      () => process.exit(0),
-      (err) => {
-        log.error('stop failed', err);
-        process.exit(1);
-      },
-    );
+    started
+      .then((node) => node.stop())
+      .then(
+        () => process.exit(0),
+        (err) => {
+          log.error('stop failed', err);
+          process.exit(1);
+        },
+      );
   });
 }
+await started;
