@@ -5,6 +5,8 @@
 // per half.
 import type { JobStatus } from '../../actors/records.js';
 
-export const LIVE = `status IN ('pending', 'scheduled', 'processing')`;
-export const DONE = `status IN ('completed', 'deadletter', 'cancelled')`;
+export const LIVE_STATUSES: readonly JobStatus[] = ['pending', 'scheduled', 'processing'];
 export const DONE_STATUSES: readonly JobStatus[] = ['completed', 'deadletter', 'cancelled'];
+const among = (statuses: readonly JobStatus[]) => `status IN (${statuses.map((s) => `'${s}'`).join(', ')})`;
+export const LIVE = among(LIVE_STATUSES);
+export const DONE = among(DONE_STATUSES);
