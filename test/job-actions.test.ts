@@ -162,6 +162,31 @@ describe('batch acknowledgement', () => {
     assert.equal(plain.body.jobs, undefined);
   });
 
+  test('a claim takes up to 500 jobs in one answer, in claim order, and so does the claim of an acknowledgement', async () => {
+    const queue = 'claim-500';
+    const ids: string[] = [];
+    // 1,100 jobs; every 7th has priority 5, which goes first, each priority oldest first.
+    for (let b = 0; b < 11; b++) {
+      const jobs = Array.from({ length: 100 }, (_, k) => ({ queue_name: queue, payload: { n: b * 100 + k }, priority: (b * 100 + k) % 7 === 0 ? 5 : 0 }));
+      const r = await api.post('/api/v1/jobs/bulk', { jobs });
+      assert.equal(r.body.success_count, 100, JSON.stringify(r.body).slice(0, 300));
+      ids.push(...r.body.succeeded.map((j: { id: string }) => j.id));
+    }
+    const order = [...ids.filter((_, n) => n % 7 === 0), ...ids.filter((_, n) => n % 7 !== 0)];
+    const first = await api.claim(queue, { limit: 500 });
+    assert.deepEqual(first.map((j: { id: string }) => j.id), order.slice(0, 500));
+    const r = await api.post('/api/v1/jobs/complete', {
+      worker_id: 'w1',
+      jobs: first.map((j: { id: string; lease_id: string }) => ({ id: j.id, lease_id: j.lease_id })),
+      claim: { queue_name: queue, limit: 500 },
+    });
+    assert.equal(r.status, 200, JSON.stringify(r.body));
+    assert.equal(r.body.success_count, 500);
+    assert.deepEqual(r.body.jobs.map((j: { id: string }) => j.id), order.slice(500, 1000));
+    assert.deepEqual((await api.claim(queue, { limit: 500 })).map((j: { id: string }) => j.id), order.slice(1000));
+    assert.equal((await api.get(`/api/v1/jobs/stats?queue_name=${queue}`)).body.completed, 500);
+  });
+
   test('with claim on a paused queue the completions stand and nothing is claimed', async () => {
     await api.enqueue({ queue_name: 'ack-claim-a', payload: {} });
     await api.enqueue({ queue_name: 'ack-claim-paused', payload: {} });
@@ -186,7 +211,7 @@ describe('batch acknowledgement', () => {
     const item = { id: j.id, lease_id: j.lease_id, worker_id: 'w1' };
     assertInvalid(await api.post('/api/v1/jobs/complete', { jobs: [item], claim: { queue_name: 'ack-bad' } }), 'worker_id');
     assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: [item], claim: { queue_name: 'ack-bad', wait_ms: 100 } }));
-    assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: [item], claim: { queue_name: 'ack-bad', limit: 101 } }));
+    assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: [item], claim: { queue_name: 'ack-bad', limit: 501 } }));
     assertInvalid(await api.post('/api/v1/jobs/complete', { worker_id: 'w1', jobs: [item], claim: {} }));
     assert.equal((await api.get(`/api/v1/jobs/${j.id}`)).body.status, 'processing');
   });

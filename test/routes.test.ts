@@ -283,7 +283,7 @@ describe('REST routes', () => {
       ['worker_id of 129 chars', { ...ok, worker_id: 'w'.repeat(129) }, 'worker_id'],
       ['worker_id a number', { ...ok, worker_id: 1 }, 'worker_id'],
       ['limit 0', { ...ok, limit: 0 }, 'limit'],
-      ['limit 101', { ...ok, limit: 101 }, 'limit'],
+      ['limit 501', { ...ok, limit: 501 }, 'limit'],
       ['limit 1.5', { ...ok, limit: 1.5 }, 'limit'],
       ['lease_duration_secs 4', { ...ok, lease_duration_secs: 4 }, 'lease_duration_secs'],
       ['lease_duration_secs 3601', { ...ok, lease_duration_secs: 3601 }, 'lease_duration_secs'],

@@ -269,6 +269,44 @@ describe('worker over REST: batch acknowledgements and claims of several jobs', 
     assert.equal((await client.jobs.stats({ queue_name: 'b-ride' })).counts.completed, 300);
   });
 
+  test('claims carry up to 500 jobs; against an older service that refuses over 100, the worker claims 100 at most, without an error', async () => {
+    // The hop answers as a service before CLAIM_MAX did (422 on `limit` or `claim.limit`, nothing changed) when
+    // `old` is set; the worker holds 600 (concurrency 100, prefetch 500), so it asks for more than 100 at once.
+    const sizes = async (queue: string, old: boolean) => {
+      await enqueue(client, queue, Array.from({ length: 1500 }, () => ({})));
+      const asked: number[] = [];
+      let refused = 0;
+      const c = clientThrough(n, async (url, init, send) => {
+        const body = url.pathname === '/api/v1/jobs/claim' || url.pathname === '/api/v1/jobs/complete' ? JSON.parse(String(init!.body)) : null;
+        const limit: number | undefined = url.pathname === '/api/v1/jobs/claim' ? body.limit : body?.claim?.limit;
+        if (limit !== undefined) asked.push(limit);
+        if (old && limit !== undefined && limit > 100) {
+          refused++;
+          const field = url.pathname === '/api/v1/jobs/claim' ? 'limit' : 'claim.limit';
+          const error = { error: 'validation_error', code: 'VALIDATION_ERROR', message: `${field} must be <= 100`, status: 422, details: [{ field, message: 'must be <= 100' }] };
+          return new Response(JSON.stringify(error), { status: 422, headers: { 'content-type': 'application/json' } });
+        }
+        return send();
+      });
+      let done = 0;
+      const errors: unknown[] = [];
+      const worker = new Worker(c, queue, async () => sleep(1), { concurrency: 100, prefetch: 500, pollWaitMs: 1000 });
+      worker.on('completed', () => done++);
+      worker.on('error', (err) => errors.push(err));
+      worker.on('leaseLost', (job) => errors.push(new Error(`lost ${job.id}`)));
+      await until(() => done === 1500, 60_000, '1,500 completions');
+      await worker.close();
+      assert.deepEqual(errors, []);
+      assert.equal((await client.jobs.stats({ queue_name: queue })).counts.completed, 1500);
+      return { asked, refused };
+    };
+    const now = await sizes('b-claim-500', false);
+    assert.ok(Math.max(...now.asked) > 100 && Math.max(...now.asked) <= 500, `claims of ${now.asked.join(', ')}`);
+    const old = await sizes('b-claim-old', true);
+    assert.ok(old.refused >= 1 && old.refused <= 3, `${old.refused} claims refused: only those asked before the first refusal came back`);
+    assert.ok(old.asked.slice(old.refused + 2).every((l) => l <= 100), `claims of ${old.asked.join(', ')}`);
+  });
+
   test('two acknowledgements in flight each carry a claim (two lanes), together never for more slots than they free', async () => {
     // Concurrency 10 in two lanes of 5. The first five handlers return at once, the other five on a gate; the first
     // batch's request is held until the second batch arrives, so both are in flight together.

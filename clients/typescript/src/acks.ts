@@ -71,6 +71,8 @@ export interface AckRider {
   take(items: number): AckClaim | null;
   /** The batch that carried the claim was answered with these jobs, or not answered (null); before its items settle. */
   landed(claim: AckClaim, items: number, jobs: Job<never>[] | null): void;
+  /** Whether `err`, the answer to a batch that carried a claim, refused the claim alone (an older service's limit). */
+  refused(err: unknown): boolean;
 }
 
 export class AckBatcher {
@@ -146,6 +148,8 @@ export class AckBatcher {
     } catch (err) {
       if (claim) {
         this.rider!.landed(claim, batch.length, null);
+        // Refused for its claim's size alone (a 422 changes nothing): the batch goes again without it.
+        if (this.rider!.refused(err)) return this.send(batch, false);
         // A request with a claim is not retried (a claim never is): the batch goes again without it, and the first
         // attempt may have completed its items.
         if (!(err instanceof SluiceError && !err.retryable && [404, 405, 413, 422].includes(err.status))) {

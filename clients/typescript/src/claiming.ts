@@ -18,3 +18,16 @@ export function claimThreshold(concurrency: number): number {
  * best (docs/BENCHMARKS.md): three or four lanes split the same slots into smaller batches and gained nothing.
  */
 export const CLAIM_LANES = 2;
+
+/** Jobs one claim asks for at most (the service's CLAIM_MAX, src/app/jobs.ts): a worker's whole prefetch in one answer. */
+export const CLAIM_MAX = 500;
+/**
+ * What services before CLAIM_MAX took in one claim. Such a service refuses a larger limit with a 422 on `limit`
+ * (or `claim.limit`), having changed nothing: the worker then claims at most this many from there on.
+ */
+export const CLAIM_MAX_BEFORE = 100;
+
+/** Whether `details` (a 422's) refuse a claim's limit. */
+export function refusesLimit(details: ReadonlyArray<{ field: string }>): boolean {
+  return details.some((d) => d.field === 'limit' || d.field === 'claim.limit');
+}

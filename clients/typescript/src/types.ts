@@ -120,7 +120,7 @@ export interface PageOptions {
 export interface ClaimRequest {
   queue_name: string;
   worker_id: string;
-  /** 1…100 (default 1). */
+  /** 1…500 (default 1; an older service takes 1…100). */
   limit?: number;
   /** 5…3600; default: the queue's, else the job's timeout_seconds. */
   lease_duration_secs?: number;
@@ -159,7 +159,7 @@ export interface AckResult {
 /** The next jobs claimed by a batch acknowledgement, for the request's worker_id, without waiting. */
 export interface AckClaim {
   queue_name: string;
-  /** 1 to 100 (default 1). */
+  /** 1 to 500 (default 1; an older service takes 1 to 100). */
   limit?: number;
   lease_duration_secs?: number;
 }

@@ -12,7 +12,7 @@
 // or fail with the thrown error's message (`UnrecoverableError`: `retryable: false`, dead-lettered at once).
 // A job whose lease was lost is not reported: the service would refuse it, and another worker may hold it.
 //
-// Claims are sized to the free slots (`limit` = concurrency + prefetch − held, at most 100) and long-poll
+// Claims are sized to the free slots (`limit` = concurrency + prefetch − held, at most 500) and long-poll
 // (`wait_ms`), so an idle worker makes one request per `pollWaitMs` and a busy one none at all. A claim is sent
 // once it is worth one (claiming.ts): a quarter of the concurrency free, the worker idle, or CLAIM_LINGER_MS
 // after a slot freed. Over REST, completions are batched into POST /api/v1/jobs/complete (acks.ts), and a batch
@@ -28,7 +28,7 @@ import type { SluiceClient } from './client.js';
 import { TypedEmitter } from './emitter.js';
 import { ConnectionError, JobCancelledError, LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
 import { AckBatcher, failEcho } from './acks.js';
-import { CLAIM_LANES, CLAIM_LINGER_MS, claimThreshold } from './claiming.js';
+import { CLAIM_LANES, CLAIM_LINGER_MS, CLAIM_MAX, CLAIM_MAX_BEFORE, claimThreshold, refusesLimit } from './claiming.js';
 import { backoff, sleep } from './http.js';
 import type { AckClaim, Job, JsonObject } from './types.js';
 
@@ -779,6 +779,8 @@ class HttpTransport implements Transport {
   private riders = 0;
   /** The most jobs one rider claims: the slots split into CLAIM_LANES cycles that run out of phase. */
   private readonly laneSize: number;
+  /** The most jobs one claim asks for: CLAIM_MAX, or CLAIM_MAX_BEFORE once the service refused more (claiming.ts). */
+  private claimMax = CLAIM_MAX;
   /** Since when slots have been free without a claim for them (null: none are). */
   private freeSince: number | null = null;
   /** Aborts the reports still unanswered (requests, waits between attempts, read-backs): endReports. */
@@ -790,7 +792,11 @@ class HttpTransport implements Transport {
     this.acks = new AckBatcher(
       host.client,
       () => host.workerId,
-      { take: (items) => this.ride(items), landed: (claim, items, jobs) => this.landed(claim, items, jobs) },
+      {
+        take: (items) => this.ride(items),
+        landed: (claim, items, jobs) => this.landed(claim, items, jobs),
+        refused: (err) => this.refusedLimit(err),
+      },
       this.reports.signal,
     );
     this.threshold = claimThreshold(host.concurrency);
@@ -847,13 +853,13 @@ class HttpTransport implements Transport {
     const h = this.host;
     let failures = 0;
     while (!h.stopping) {
-      const free = Math.min(h.free() - this.riding, 100);
+      const free = Math.min(h.free() - this.riding, this.claimMax);
       if (free <= 0) {
         this.freeSince = null;
         await this.sleepUntilWoken();
         continue;
       }
-      if (free < Math.min(this.threshold, 100) && h.active > 0) {
+      if (free < Math.min(this.threshold, this.claimMax) && h.active > 0) {
         // More slots are about to free: wait a little for them, so that the claim carries several jobs.
         this.freeSince ??= Date.now();
         const left = this.freeSince + CLAIM_LINGER_MS - Date.now();
@@ -870,6 +876,7 @@ class HttpTransport implements Transport {
         failures = 0;
       } catch (err) {
         if (h.stopping) break;
+        if (this.refusedLimit(err)) continue;
         h.reportError(err, 'claim');
         const wait = err instanceof SluiceError && err.retryAfter !== null ? err.retryAfter * 1000 : backoff(failures++);
         await sleep(wait, this.idle.signal).catch(() => {});
@@ -892,12 +899,19 @@ class HttpTransport implements Transport {
   private ride(items: number): AckClaim | null {
     const h = this.host;
     if (h.stopping || this.riders >= CLAIM_LANES) return null;
-    const limit = Math.min(100, this.laneSize, h.free() + this.ridingItems + items - this.riding - (this.claim?.limit ?? 0));
+    const limit = Math.min(this.claimMax, this.laneSize, h.free() + this.ridingItems + items - this.riding - (this.claim?.limit ?? 0));
     if (limit <= 0) return null;
     this.riding += limit;
     this.ridingItems += items;
     this.riders++;
     return { queue_name: h.queue, limit, ...(h.leaseSeconds !== undefined ? { lease_duration_secs: h.leaseSeconds } : {}) };
+  }
+
+  /** An older service refused the claim's limit (claiming.ts): claims are sized to what it takes from now on. */
+  private refusedLimit(err: unknown): boolean {
+    if (!(err instanceof SluiceError && err.status === 422 && this.claimMax > CLAIM_MAX_BEFORE && refusesLimit(err.details))) return false;
+    this.claimMax = CLAIM_MAX_BEFORE;
+    return true;
   }
 
   private landed(claim: AckClaim, items: number, jobs: Job<never>[] | null): void {
