@@ -137,18 +137,13 @@ export class Authenticator {
       const rereads = this.rereads;
       const row = await this.lookups.find(digest);
       if (!row) {
-        this.unknownDigests.delete(digest);
-        if (this.unknownDigests.size >= CACHE_MAX) this.unknownDigests.delete(this.unknownDigests.keys().next().value!);
-        this.unknownDigests.set(digest, Date.now() + CACHE_MS);
+        setNewest(this.unknownDigests, digest, Date.now() + CACHE_MS);
         throw new AppError('UNAUTHORIZED', 'Invalid API key');
       }
       state = this.remember(row, rereads);
     }
     // Only keys that exist are remembered by their text: unknown ones would push the live keys out.
-    if (seen === undefined) {
-      if (this.keyDigests.size >= CACHE_MAX) this.keyDigests.delete(this.keyDigests.keys().next().value!);
-      this.keyDigests.set(key, digest);
-    }
+    if (seen === undefined) setNewest(this.keyDigests, key, digest);
     if (state.revoked) throw new AppError('UNAUTHORIZED', 'Invalid API key');
     this.touch(state.principal.apiKeyId!);
     return state.principal;
@@ -331,9 +326,7 @@ export class Authenticator {
     const now = this.clock.now();
     const last = this.lastUsedWrites.get(keyId);
     if (last !== undefined && now - last < LAST_USED_EVERY_MS) return;
-    this.lastUsedWrites.delete(keyId);
-    if (this.lastUsedWrites.size >= CACHE_MAX) this.lastUsedWrites.delete(this.lastUsedWrites.keys().next().value!);
-    this.lastUsedWrites.set(keyId, now);
+    setNewest(this.lastUsedWrites, keyId, now);
     touchApiKey(this.store, keyId, new Date(now)).catch((err) => this.log.warn(`could not record the use of API key ${keyId}`, err));
   }
 }
@@ -497,4 +490,11 @@ export class Sessions {
     const refresh = await this.tokens.openSession(session);
     return { access: await this.tokens.access(refresh.claims), refresh };
   }
+}
+
+/** Sets `key` as the newest entry of a map of at most CACHE_MAX, dropping the oldest when it is full. */
+function setNewest<K, V>(map: Map<K, V>, key: K, value: V): void {
+  map.delete(key);
+  if (map.size >= CACHE_MAX) map.delete(map.keys().next().value!);
+  map.set(key, value);
 }
