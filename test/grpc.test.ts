@@ -457,7 +457,7 @@ describe('gRPC QueueService', () => {
     await rejectsWith(g.q('Enqueue', { queueName: 'q', payload: toStruct({}), priority: 1000 }), status.INVALID_ARGUMENT);
     await rejectsWith(g.q('Enqueue', { queueName: 'q', payload: toStruct({}), scheduledAt: 'tomorrow' }), status.INVALID_ARGUMENT);
     await rejectsWith(g.q('Dequeue', { queueName: 'q', workerId: 'w1', batchSize: 0 }), status.INVALID_ARGUMENT);
-    await rejectsWith(g.q('Dequeue', { queueName: 'q', workerId: 'w1', batchSize: 101 }), status.INVALID_ARGUMENT);
+    await rejectsWith(g.q('Dequeue', { queueName: 'q', workerId: 'w1', batchSize: 501 }), status.INVALID_ARGUMENT);
     await rejectsWith(g.q('Dequeue', { queueName: '', workerId: 'w1', batchSize: 1 }), status.INVALID_ARGUMENT);
     await rejectsWith(g.q('Fail', { jobId: '00000000-0000-4000-8000-000000000000', workerId: 'w1', leaseId: 'x', error: '' }), status.INVALID_ARGUMENT);
     const [{ n: jobs }] = (await n.node.store.query<{ n: number }>('SELECT count(*)::int AS n FROM jobs WHERE organization_id = $1', [id])) as [{ n: number }];

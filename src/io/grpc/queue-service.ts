@@ -3,7 +3,7 @@
 import type { ServerDuplexStream, ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import { idOf, isUuid } from '../../app/fields.js';
 import type { EventBus } from '../../app/events.js';
-import { ACK_MAX, ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody, ProgressBody } from '../../app/jobs.js';
+import { ACK_MAX, CLAIM_MAX, ClaimBody, CompleteBody, EnqueueBody, FailBody, HeartbeatBody, ProgressBody } from '../../app/jobs.js';
 import type { CompleteInput } from '../../actors/queue/queue-actor.js';
 import { AppError, validationError } from '../../errors.js';
 import { presentJob, presentTimes } from '../present.js';
@@ -318,8 +318,8 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
       if (m.kind === 'claim') {
         const r = m.claim as ClaimMsg;
         // Checked before the first job can go out, so a bad claim is refused whole.
-        if (!Number.isInteger(r.batchSize) || r.batchSize < 1 || r.batchSize > 100) {
-          return ack(ref, '', null, validationError([{ field: 'batchSize', message: 'must be from 1 to 100' }]));
+        if (!Number.isInteger(r.batchSize) || r.batchSize < 1 || r.batchSize > CLAIM_MAX) {
+          return ack(ref, '', null, validationError([{ field: 'batchSize', message: `must be from 1 to ${CLAIM_MAX}` }]));
         }
         // The completes received before it are asked first (see above).
         const behind = completesAsked;
