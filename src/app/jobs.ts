@@ -84,15 +84,15 @@ export type BulkRequest = Valid<typeof BulkBody>;
 
 /**
  * Jobs one claim may take: a worker's whole prefetch in one answer (graphile-worker's batched worker holds 500),
- * as many as one batch acknowledgement reports. Capped at 100, an SDK worker holding 500 needed five claims per
- * turn of its jobs, and its claims, not the engine, set its rate (docs/BENCHMARKS.md, nineteenth session).
+ * as many as one batch acknowledgement reports. Capped at 100, an SDK worker holding 500 jobs refilled them 100 at
+ * a time, and its claims, not the engine, set its rate (docs/BENCHMARKS.md, nineteenth session).
  */
 export const CLAIM_MAX = 500;
 export const ClaimBody = validator(
   Type.Object({
     queue_name: QueueName,
     worker_id: WorkerId,
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: CLAIM_MAX })),
     lease_duration_secs: Type.Optional(LeaseSecs),
     wait_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 30_000 })),
   }),
@@ -119,7 +119,7 @@ export const CompleteManyBody = validator(
       Type.Object(
         {
           queue_name: QueueName,
-          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 500 })),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: CLAIM_MAX })),
           lease_duration_secs: Type.Optional(LeaseSecs),
         },
         { additionalProperties: false, description: 'claims without waiting: a wait_ms here is refused' },
