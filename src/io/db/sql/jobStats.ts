@@ -9,25 +9,29 @@ import type { JobStatus } from '../../../actors/records.js';
 import type { Store } from '../store.js';
 import { DONE, DONE_STATUSES, LIVE, LIVE_STATUSES } from '../jobHalves.js';
 
-export const JOB_STATUSES: readonly JobStatus[] = ['pending', 'scheduled', 'processing', 'completed', 'deadletter', 'cancelled'];
+export const JOB_STATUSES: readonly JobStatus[] = [...LIVE_STATUSES, ...DONE_STATUSES];
 
 export type StatusCounts = Record<JobStatus, number>;
 
 export const zeroCounts = (): StatusCounts => ({ pending: 0, scheduled: 0, processing: 0, completed: 0, deadletter: 0, cancelled: 0 });
 
-/** `count(*) FILTER (WHERE status = …)` of each status, as columns named by the status (or by `as`). */
-export const countsBy = (statuses: readonly JobStatus[], as: (status: JobStatus, i: number) => string = (st) => st): string =>
-  statuses.map((st, i) => `count(*) FILTER (WHERE status = '${st}')::int AS ${as(st, i)}`).join(', ');
+/**
+ * Counts per status of the jobs matching `where`, as a UNION ALL of one part per half of the table, each with a
+ * column per status (`count(*) FILTER`, or 0 for the other half's) and, with `byQueue`, one row per queue_name:
+ * the caller adds the rows up.
+ */
+export function countsByHalf(where: string, byQueue = false): string {
+  const part = (statuses: readonly JobStatus[], half: string) =>
+    `SELECT ${byQueue ? 'queue_name, ' : ''}${JOB_STATUSES.map((st) => (statuses.includes(st) ? `count(*) FILTER (WHERE status = '${st}')::int` : '0') + ` AS ${st}`).join(', ')}
+       FROM jobs WHERE ${where} AND ${half}${byQueue ? ' GROUP BY queue_name' : ''}`;
+  return `${part(LIVE_STATUSES, LIVE)}\n     UNION ALL\n     ${part(DONE_STATUSES, DONE)}`;
+}
 
 /** Counts of the organization's jobs, or of one queue's when `queueName` is given. */
 export async function jobStats(store: Store, organizationId: string, queueName: string | null): Promise<StatusCounts> {
   const where = queueName === null ? 'organization_id = $1' : 'organization_id = $1 AND queue_name = $2';
-  const rows = await store.query<StatusCounts>(
-    `SELECT * FROM (SELECT ${countsBy(LIVE_STATUSES)} FROM jobs WHERE ${where} AND ${LIVE}) l,
-       (SELECT ${countsBy(DONE_STATUSES)} FROM jobs WHERE ${where} AND ${DONE}) d`,
-    queueName === null ? [organizationId] : [organizationId, queueName],
-  );
+  const rows = await store.query<StatusCounts>(countsByHalf(where), queueName === null ? [organizationId] : [organizationId, queueName]);
   const counts = zeroCounts();
-  for (const st of JOB_STATUSES) counts[st] = rows[0]![st];
+  for (const r of rows) for (const st of JOB_STATUSES) counts[st] += r[st];
   return counts;
 }
