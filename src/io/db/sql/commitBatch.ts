@@ -158,6 +158,10 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
     params.push(v);
     return `$${params.length}::${type}`;
   };
+  // Job ids (the actors' own rows: always UUIDs) as one array literal: the driver's array encoding quotes and
+  // escapes each element (2-3 % of the node's allocations in claim → complete).
+  let idsParam: string | null = null;
+  const ids = (): string => (idsParam ??= p1(`{${[...updates.keys()].join(',')}}`, 'uuid[]'));
   const ctes: string[] = [];
   const selects: string[] = [];
   /** Appended to every write's condition: true when there is no fence, else the fence's verdict. */
@@ -248,7 +252,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         errors = CASE WHEN u.e IS NULL THEN j.errors ELSE j.errors || u.e END
       FROM json_to_recordset(${p1(JSON.stringify(us), 'json')}) AS u(i uuid, s text, p int, r int, l text, sa float8, st float8, c float8,
         u float8, w text, li uuid, le float8, h bool, v jsonb, e jsonb, t bool, o text, d bool, x jsonb)
-      WHERE j.id = ANY (${p([...updates.keys()], 'uuid')}) AND j.id = u.i AND (u.o IS NULL OR j.status = ANY (string_to_array(u.o, ',')))${guard}
+      WHERE j.id = ANY (${ids()}) AND j.id = u.i AND (u.o IS NULL OR j.status = ANY (string_to_array(u.o, ',')))${guard}
       ${returning || keyed.length > 0 ? 'RETURNING j.id, CASE WHEN u.t THEN row_to_json(j) END AS row' : ''})`);
     // Only the rows asked for come back (claims): a completion's answer is the actor's, not the row's.
     if (returning) selects.push(`SELECT 'u' AS k, id, row FROM upd WHERE row IS NOT NULL`);
@@ -265,7 +269,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
       FROM unnest(${p(keyed.map((r) => r.organization_id), 'uuid')}, ${p(keyed.map((r) => r.idempotency_key), 'text')},
         ${p(keyed.map((r) => iso(r.created_at)), 'timestamptz')}) AS k(org, ik, ca)
       WHERE j.organization_id = k.org AND j.idempotency_key = k.ik AND j.idempotency_expires_at <= k.ca
-        AND j.id <> ALL (${p([...updates.keys()], 'uuid')})${guard}
+        AND j.id <> ALL (${ids()})${guard}
       RETURNING j.id)`);
     takeOver = ` AND (SELECT count(*) FROM fr) >= 0${updates.size > 0 ? ' AND (SELECT count(*) FROM upd) >= 0' : ''}`;
   }
