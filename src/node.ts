@@ -370,7 +370,11 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       bootstrapKey,
       stop: () =>
         (stopped ??= (async () => {
-          await h.close(SHUTDOWN_GRACE_MS); // ends open streams and WebSockets at once, answers what is in flight
+          // Ends open streams and WebSockets at once and answers what is in flight; the long polls parked on the
+          // actors are answered now, empty (their answers close their connections), not at the end of the grace.
+          const closing = h.close(SHUTDOWN_GRACE_MS);
+          await p.unpark();
+          await closing;
           await g.stop();
           await wh.stop(); // deliveries cut short stay pending: the leader adopts them
           streams.stop();

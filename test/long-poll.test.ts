@@ -86,3 +86,27 @@ test('a waiting claim whose client left gives the job it took back at once, with
   assert.equal(got[0].retry_count, 0);
   assert.equal(got[0].assigned_worker_id, 'w-next');
 });
+
+test('a stopping node answers its parked claims at once, empty, closing their connections', async () => {
+  // Its own node: this one stops. Before, the stop waited for the claims' wait (or its 5 s grace) to run out.
+  const s = await startTestNode();
+  let stopped = false;
+  try {
+    const claims = [0, 1].map((i) => s.api.post('/api/v1/jobs/claim', { queue_name: `lp-stop-${i}`, worker_id: `w${i}`, wait_ms: 30_000 }));
+    await sleep(100); // parked
+    const t0 = performance.now();
+    const stopping = s.stop().then(() => (stopped = true));
+    const answers = await Promise.all(claims);
+    const answeredMs = performance.now() - t0;
+    for (const r of answers) {
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.body.jobs, []);
+      assert.equal(r.headers.get('connection'), 'close');
+    }
+    await stopping;
+    // Far below the stop's grace (5 s) and the claims' wait (30 s): nothing timed out to answer them.
+    assert.ok(answeredMs < 2_500, `answered ${answeredMs.toFixed(0)} ms after the stop began`);
+  } finally {
+    if (!stopped) await s.stop();
+  }
+});

@@ -390,6 +390,12 @@ export class ActorHost {
         case 'release':
           void this.release(m.shards).then(() => this.ok(m.id, null));
           break;
+        case 'unpark':
+          for (const slot of this.actors.values()) {
+            if ('actor' in slot && slot.actor instanceof QueueActor) for (const w of slot.actor.drainWaiters()) w.respond(EMPTY_CLAIM);
+          }
+          this.ok(m.id, null);
+          break;
         case 'stop':
           if (this.timer) clearTimeout(this.timer);
           clearInterval(this.statsTimer);

@@ -166,7 +166,9 @@ export type ThreadIn =
    */
   | { t: 'shards'; id: number; epochs: Array<[shard: number, epoch: string]> }
   /** Shards being handed over: stop serving them, answer once what was written for them is committed. */
-  | { t: 'release'; id: number; shards: number[] };
+  | { t: 'release'; id: number; shards: number[] }
+  /** The node is stopping: answer every parked long poll now, empty (claims that come later park as usual). */
+  | { t: 'unpark'; id: number };
 
 /** Group commits of one thread since its last report: one entry per commit (records, milliseconds). */
 export interface CommitStats {
