@@ -47,6 +47,21 @@ describe('quotas', () => {
     assert.equal((await api.post('/api/v1/jobs', { queue_name: 'q', payload: {} })).status, 201, 'a cancelled job frees its slot');
   });
 
+  test('credit the node holds ahead never refuses jobs the plan has room for: 1 job, then 9 at once, on a limit of 10', async () => {
+    // The first admission also takes credit for jobs ahead (2 here), which the quota actor counts as in use until
+    // it is used or given back (after a second): the 9 were refused as 3 + 9 > 10 when they came within it.
+    const { api, id } = await org('free', { rate_per_second: null, burst: null });
+    await api.enqueue({ queue_name: 'credit' });
+    const nine = await api.post('/api/v1/jobs/bulk', { queue_name: 'credit', jobs: Array.from({ length: 9 }, (_, i) => ({ payload: { i } })) });
+    assert.equal(nine.status, 200);
+    assert.equal(nine.body.success_count, 9);
+    const over = await api.post('/api/v1/jobs', { queue_name: 'credit', payload: {} });
+    assertError(over, 429, 'QUOTA_EXCEEDED', QUOTA_EXTRAS);
+    assert.equal(over.body.current, 10);
+    const rows = await n.node.store.query<{ n: number }>(`SELECT count(*)::int AS n FROM jobs WHERE organization_id = $1`, [id]);
+    assert.equal(rows[0]!.n, 10);
+  });
+
   test('50 concurrent enqueues for the last slot: exactly one wins', async () => {
     const { api, id } = await org('starter', { active_jobs: 20, rate_per_second: null, burst: null });
     for (let i = 0; i < 19; i++) await api.enqueue({ queue_name: `race-${i % 4}` });
