@@ -7,8 +7,9 @@
 //
 // Sources:
 // - the actor threads' commit statistics (batch size and latency of every group commit, reported once a second);
-// - the committed domain events (job transitions): counters, and the wait and run histograms from the times
-//   the actors put on the events (`since`), so nothing is read per job;
+// - the committed domain events (job transitions, queue pauses): counters, and the wait and run histograms from
+//   the times the actors put on the events (`since`), so nothing is read per job; counted in plain numbers (a
+//   QueueMetrics for the whole node) and written out at scrape time beside prom-client's registry;
 // - the store, at scrape time, for the cluster gauges (jobs by state, oldest pending age), summed over all
 //   organizations and cached for GAUGE_CACHE_MS so that frequent scrapes cannot load the database;
 // - the main thread's HTTP and gRPC servers (latency, admission), outgoing webhook deliveries (closed, endpoints disabled) and the
@@ -31,7 +32,6 @@ import {
   RUN_OUTCOMES,
   WAIT_BUCKETS,
   type HistogramData,
-  type JobEventSink,
   type QueueMetricsSnapshot,
 } from '../actors/queue/queue-metrics.js';
 import type { DomainEvent } from '../actors/records.js';
@@ -83,15 +83,15 @@ export class Metrics {
   private readonly commitFailures: client.Counter;
   private readonly commitRecords: client.Histogram;
   private readonly commitSeconds: client.Histogram;
-  private readonly queueEvents: client.Counter<'event'>;
   private readonly requests: client.Counter<'outcome'>;
   private readonly http: client.Histogram<'method' | 'route' | 'status_class'>;
   private readonly grpc: client.Histogram<'method' | 'code'>;
   private readonly deliveries: client.Counter<'kind' | 'outcome'>;
   private readonly disabled: client.Counter;
-  // Children bound to their labels once: the event path does no label lookup per job.
-  // What a committed job event counts as is decided once, by countJobEvent; this sink feeds the node-wide series.
-  private readonly jobs: JobEventSink;
+  // The node-wide series counted from committed events, in plain numbers, written out at scrape time by the code
+  // that writes the per-queue ones: prom-client's counters and histograms build and hash a label key on every call,
+  // which per job was ~3 % of the node's allocations. What a job event counts as is decided once, by countJobEvent.
+  private readonly nodeCounts = new QueueMetrics();
   private readonly streamCounts = new Map<StreamTransport, () => number>();
   private gaugeRead: { at: number; value: Promise<StateCounts> } | null = null;
   private lastGauges: StateCounts = emptyCounts();
@@ -117,29 +117,6 @@ export class Metrics {
       buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers,
     });
-    const jobEvents = new client.Counter({ name: 'sluice_job_events_total', help: HELP.events, labelNames: ['event'], registers });
-    const events = new Map(JOB_EVENTS.map((e) => [e, counter(jobEvents, e)]));
-    const wait = new client.Histogram({ name: 'sluice_job_wait_seconds', help: HELP.wait, buckets: [...WAIT_BUCKETS], registers });
-    const runs = new client.Histogram({ name: 'sluice_job_run_seconds', help: HELP.run, labelNames: ['outcome'], buckets: [...RUN_BUCKETS], registers });
-    for (const outcome of RUN_OUTCOMES) runs.zero({ outcome });
-    const run = new Map(RUN_OUTCOMES.map((o) => [o, runs.labels(o)]));
-    const retryCounter = new client.Counter({ name: 'sluice_job_retries_total', help: HELP.retries, labelNames: ['reason'], registers });
-    const retries = new Map(FAIL_REASONS.map((r) => [r, counter(retryCounter, r)]));
-    const deadCounter = new client.Counter({ name: 'sluice_job_dead_letters_total', help: HELP.deadLetters, labelNames: ['reason'], registers });
-    const deadLetters = new Map(FAIL_REASONS.map((r) => [r, counter(deadCounter, r)]));
-    const leaseExpiries = new client.Counter({ name: 'sluice_job_lease_expiries_total', help: HELP.leaseExpiries, registers });
-    const cancellations = new client.Counter({ name: 'sluice_job_cancellations_total', help: HELP.cancellations, registers });
-    this.jobs = {
-      event: (name) => events.get(name)!.inc(),
-      wait: (seconds) => wait.observe(seconds),
-      run: (outcome, seconds) => run.get(outcome)!.observe(seconds),
-      retry: (reason) => retries.get(reason)!.inc(),
-      deadLetter: (reason) => deadLetters.get(reason)!.inc(),
-      leaseExpiry: () => leaseExpiries.inc(),
-      cancellation: () => cancellations.inc(),
-    };
-    this.queueEvents = new client.Counter({ name: 'sluice_queue_events_total', help: HELP.queueEvents, labelNames: ['event'], registers });
-    for (const e of QUEUE_EVENTS) counter(this.queueEvents, e);
     this.requests = new client.Counter({
       name: 'sluice_api_requests_total',
       help: 'Authenticated REST and gRPC requests by admission outcome (admitted, rate_limited)',
@@ -216,8 +193,8 @@ export class Metrics {
 
   onEvents(events: DomainEvent[]): void {
     for (const e of events) {
-      if (e.type === 'queue') this.queueEvents.inc({ event: e.event });
-      else if (e.type === 'job') countJobEvent(e, this.jobs);
+      if (e.type === 'queue') this.nodeCounts.queueEvent(e.event);
+      else if (e.type === 'job') countJobEvent(e, this.nodeCounts);
     }
   }
 
@@ -247,8 +224,10 @@ export class Metrics {
     this.streamCounts.set(transport, count);
   }
 
-  render(): Promise<string> {
-    return this.registry.metrics();
+  async render(): Promise<string> {
+    const out: string[] = [];
+    countedFamilies(out, [['', this.nodeCounts.snapshot()]], '');
+    return `${await this.registry.metrics()}\n${out.join('\n')}\n`;
   }
 
   get contentType(): string {
@@ -292,21 +271,7 @@ export class Metrics {
 
     // Counted by the node that serves the queue, since it began serving it: they start again at 0 when the queue
     // moves to another node or that node restarts (a counter reset).
-    const since = '; this queue only, counted since the node serving it began to (0 again after the queue moves or that node restarts)';
-    const counterFamily = (name: string, help: string, value: (m: QueueMetricsSnapshot) => Array<[labels: string, n: number]>) => {
-      family(name, help + since, 'counter');
-      for (const [q, m] of counted) for (const [labels, n] of value(m)) out.push(`${name}{${q}${labels}} ${n}`);
-    };
-    counterFamily('sluice_job_events_total', HELP.events, (m) => JOB_EVENTS.map((e) => [`,event="${e}"`, m.events[e]]));
-    family('sluice_job_wait_seconds', HELP.wait + since, 'histogram');
-    for (const [q, m] of counted) histogram(out, 'sluice_job_wait_seconds', q, WAIT_BUCKETS, m.wait);
-    family('sluice_job_run_seconds', HELP.run + since, 'histogram');
-    for (const [q, m] of counted) for (const o of RUN_OUTCOMES) histogram(out, 'sluice_job_run_seconds', `${q},outcome="${o}"`, RUN_BUCKETS, m.run[o]);
-    counterFamily('sluice_job_retries_total', HELP.retries, (m) => FAIL_REASONS.map((r) => [`,reason="${r}"`, m.retries[r]]));
-    counterFamily('sluice_job_dead_letters_total', HELP.deadLetters, (m) => FAIL_REASONS.map((r) => [`,reason="${r}"`, m.dead_letters[r]]));
-    counterFamily('sluice_job_lease_expiries_total', HELP.leaseExpiries, (m) => [['', m.lease_expiries]]);
-    counterFamily('sluice_job_cancellations_total', HELP.cancellations, (m) => [['', m.cancellations]]);
-    counterFamily('sluice_queue_events_total', HELP.queueEvents, (m) => QUEUE_EVENTS.map((e) => [`,event="${e}"`, m.queue_events[e]]));
+    countedFamilies(out, counted, '; this queue only, counted since the node serving it began to (0 again after the queue moves or that node restarts)');
     return `${out.join('\n')}\n`;
   }
 
@@ -327,24 +292,44 @@ export class Metrics {
   }
 }
 
-/** A child bound to one label value, exposed at 0 from the start (a series that appears late breaks rate()). */
-function counter(c: client.Counter<string>, value: string): client.Counter.Internal {
-  const child = c.labels(value);
-  child.inc(0);
-  return child;
-}
-
 /** What a queue that counted nothing yet shows: every series at 0 (a series that appears late breaks rate()). */
 const EMPTY_QUEUE: QueueMetricsSnapshot = new QueueMetrics().snapshot();
 
-/** One histogram's samples in the text format: cumulative buckets, +Inf, sum and count. */
-function histogram(out: string[], name: string, labels: string, bounds: readonly number[], h: HistogramData | null): void {
-  let cumulative = 0;
-  for (let i = 0; i < bounds.length; i++) {
-    cumulative += h?.buckets[i] ?? 0;
-    out.push(`${name}_bucket{${labels},le="${bounds[i]}"} ${cumulative}`);
-  }
-  out.push(`${name}_bucket{${labels},le="+Inf"} ${h?.count ?? 0}`, `${name}_sum{${labels}} ${h?.sum ?? 0}`, `${name}_count{${labels}} ${h?.count ?? 0}`);
+/**
+ * The series counted from committed events (jobs' transitions and times, queues' pauses and resumes) of one or more
+ * sets of numbers (per queue: `label` is its `queue="…"`; node-wide: ''), family by family as the text format wants
+ * them, each with `help` + `since` and every series present from the start at 0 (a series that appears late breaks
+ * rate()).
+ */
+function countedFamilies(out: string[], sets: Array<[label: string, m: QueueMetricsSnapshot]>, since: string): void {
+  const family = (name: string, help: string, type: 'counter' | 'histogram') => out.push(`# HELP ${name} ${help}${since}`, `# TYPE ${name} ${type}`);
+  const labels = (...parts: string[]) => {
+    const l = parts.filter((p) => p !== '').join(',');
+    return l === '' ? '' : `{${l}}`;
+  };
+  const counter = (name: string, help: string, value: (m: QueueMetricsSnapshot) => Array<[label: string, n: number]>) => {
+    family(name, help, 'counter');
+    for (const [q, m] of sets) for (const [l, n] of value(m)) out.push(`${name}${labels(q, l)} ${n}`);
+  };
+  const histogram = (name: string, parts: string[], bounds: readonly number[], h: HistogramData | null) => {
+    let cumulative = 0;
+    for (let i = 0; i < bounds.length; i++) {
+      cumulative += h?.buckets[i] ?? 0;
+      out.push(`${name}_bucket${labels(...parts, `le="${bounds[i]}"`)} ${cumulative}`);
+    }
+    const count = h?.count ?? 0;
+    out.push(`${name}_bucket${labels(...parts, 'le="+Inf"')} ${count}`, `${name}_sum${labels(...parts)} ${h?.sum ?? 0}`, `${name}_count${labels(...parts)} ${count}`);
+  };
+  counter('sluice_job_events_total', HELP.events, (m) => JOB_EVENTS.map((e) => [`event="${e}"`, m.events[e]]));
+  family('sluice_job_wait_seconds', HELP.wait, 'histogram');
+  for (const [q, m] of sets) histogram('sluice_job_wait_seconds', [q], WAIT_BUCKETS, m.wait);
+  family('sluice_job_run_seconds', HELP.run, 'histogram');
+  for (const [q, m] of sets) for (const o of RUN_OUTCOMES) histogram('sluice_job_run_seconds', [q, `outcome="${o}"`], RUN_BUCKETS, m.run[o]);
+  counter('sluice_job_retries_total', HELP.retries, (m) => FAIL_REASONS.map((r) => [`reason="${r}"`, m.retries[r]]));
+  counter('sluice_job_dead_letters_total', HELP.deadLetters, (m) => FAIL_REASONS.map((r) => [`reason="${r}"`, m.dead_letters[r]]));
+  counter('sluice_job_lease_expiries_total', HELP.leaseExpiries, (m) => [['', m.lease_expiries]]);
+  counter('sluice_job_cancellations_total', HELP.cancellations, (m) => [['', m.cancellations]]);
+  counter('sluice_queue_events_total', HELP.queueEvents, (m) => QUEUE_EVENTS.map((e) => [`event="${e}"`, m.queue_events[e]]));
 }
 
 const ageSeconds = (due: number | null, now: number): number => (due === null ? 0 : Math.max(0, now - due) / 1000);
