@@ -337,6 +337,51 @@ describe('gRPC QueueService', () => {
     assert.equal((await api.get(`/api/v1/jobs/${jobs[8].id}`)).body.status, 'processing', 'the refused items changed nothing');
   });
 
+  test('ProcessJobs batches: a claim with jobBatches gets JobBatch messages, a CompleteBatch one AckBatch in item order', async () => {
+    const { g, key } = await org();
+    for (let i = 0; i < 6; i++) await g.q('Enqueue', { queueName: 'duplex-batches', payload: toStruct({ i }) });
+    const stream = g.queue.ProcessJobs(g.metadata()) as ClientDuplexStream<Json, Json>;
+    const seen = collect(stream);
+    stream.write({ ref: 'c', claim: { queueName: 'duplex-batches', workerId: 'bb', batchSize: 6, jobBatches: true } });
+    await seen.until(() => seen.got.filter((m) => m.jobs).flatMap((m) => m.jobs.jobs).length === 6, 'six jobs in batches');
+    assert.equal(seen.got.filter((m) => m.job).length, 0, 'no single Job message');
+    assert.ok(seen.got.filter((m) => m.jobs).length < 6, 'several jobs per message');
+    const jobs = seen.got.filter((m) => m.jobs).flatMap((m) => m.jobs.jobs);
+    assert.deepEqual(jobs.map((j) => fromStruct(j.payload).i).sort(), [0, 1, 2, 3, 4, 5]);
+    for (const j of jobs) assert.ok(j.leaseId && j.status === 'processing');
+    // Four good items, a stale lease, an invalid one and an item without its complete, in one message.
+    const items = [
+      ...jobs.slice(0, 4).map((j, i) => ({ ref: `ok-${i}`, complete: { jobId: j.id, workerId: 'bb', leaseId: j.leaseId, result: toValue({ i }) } })),
+      { ref: 'stale', complete: { jobId: jobs[4].id, workerId: 'bb', leaseId: '00000000-0000-4000-8000-000000000000' } },
+      { ref: 'invalid', complete: { jobId: jobs[4].id, workerId: '', leaseId: jobs[4].leaseId } },
+      { ref: 'empty' },
+    ];
+    stream.write({ ref: 'batch-1', completes: { items } });
+    await seen.until(() => seen.got.some((m) => m.acks), 'the AckBatch');
+    const batches = seen.got.filter((m) => m.acks);
+    assert.equal(batches.length, 1, 'one AckBatch for the message');
+    assert.equal(seen.got.filter((m) => m.ack).length, 0, 'no single Ack');
+    const acks = batches[0]!.acks.acks;
+    assert.deepEqual(acks.map((a: Json) => a.ref), items.map((i) => i.ref), 'one ack per item, in item order');
+    for (const [i, j] of jobs.slice(0, 4).entries()) {
+      assert.equal(acks[i].code, 0, acks[i].message);
+      assert.deepEqual({ jobId: acks[i].complete.jobId, status: acks[i].complete.status }, { jobId: j.id, status: 'completed' });
+    }
+    assert.equal(acks[4].code, status.FAILED_PRECONDITION);
+    assert.match(acks[4].message, /^LEASE_EXPIRED: /);
+    assert.equal(acks[5].code, status.INVALID_ARGUMENT);
+    assert.equal(acks[6].code, status.INVALID_ARGUMENT);
+    // A claim without jobBatches still gets single Job messages on the same stream.
+    stream.write({ ref: 'c2', claim: { queueName: 'duplex-batches', workerId: 'bb', batchSize: 1 } });
+    await g.q('Enqueue', { queueName: 'duplex-batches', payload: toStruct({ i: 6 }) });
+    await seen.until(() => seen.got.some((m) => m.job), 'a single Job');
+    stream.end();
+    await seen.until(() => seen.ended() !== null, 'the end');
+    const api = n.api.as(key);
+    for (const [i, j] of jobs.slice(0, 4).entries()) assert.deepEqual((await api.get(`/api/v1/jobs/${j.id}`)).body.result, { i });
+    assert.equal((await api.get(`/api/v1/jobs/${jobs[4].id}`)).body.status, 'processing', 'the refused items changed nothing');
+  });
+
   test('ProcessJobs: a claim sent with completes is asked after them, in one ask that gets the slots they free (max_concurrency 2)', async () => {
     const { g, key } = await org();
     const queue = 'duplex-ride';

@@ -10,10 +10,12 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { Server, ServerCredentials, status, type ServerDuplexStream } from '@grpc/grpc-js';
 import { ConnectionError, SluiceClient, Worker, type Job, type RetryEvent } from '../clients/typescript/src/index.js';
 import { GrpcTransport } from '../clients/typescript/src/grpc.js';
 import type { TransportHost } from '../clients/typescript/src/worker.js';
 import { ManualClock } from '../src/clock.js';
+import { loadQueueV1, toStruct } from '../src/io/grpc/proto.js';
 import { CLIENT_SUITE_SKIP, sleep, startTestNode, type TestNode } from './helpers.js';
 
 async function until(cond: () => boolean | Promise<boolean>, ms: number, what: string): Promise<void> {
@@ -603,6 +605,125 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
       assert.ok(watch.ahead >= watch.claims / 2, `${watch.ahead} of ${watch.claims} claims asked for the slots of completes not answered yet`);
     });
   }
+
+  test('batches on the stream: jobs come in JobBatch messages, completes go out in CompleteBatch messages, claims of more than 100', async () => {
+    const queue = 'g-batches';
+    const total = 1_000;
+    const [concurrency, prefetch] = [50, 450];
+    await enqueue(client, queue, Array.from({ length: total }, () => ({})));
+    const watch = watchClaims(queue, concurrency + prefetch);
+    const claimSizes: number[] = [];
+    const pool = n.node.pool;
+    const ask = pool.ask;
+    pool.ask = ((o: string, q: string, op: string, args: { limit?: number }) => {
+      if (q === queue && op === 'claim') claimSizes.push(args.limit!);
+      return (ask as (...a: unknown[]) => Promise<unknown>).call(pool, o, q, op, args);
+    }) as typeof pool.ask;
+    const runs = new Map<string, number>();
+    const errors: unknown[] = [];
+    const sent = { complete: 0, completes: 0, items: 0 };
+    const got = { job: 0, jobs: 0 };
+    const worker = new Worker(client, queue, async (job) => void runs.set(job.id, (runs.get(job.id) ?? 0) + 1), {
+      concurrency,
+      prefetch,
+      pollWaitMs: 1000,
+      transport: 'grpc',
+      grpc: { address: `127.0.0.1:${n.node.grpcPort}` },
+      autostart: false,
+    });
+    worker.on('error', (err) => errors.push(err));
+    worker.on('leaseLost', (job) => errors.push(new Error(`lost ${job.id}`)));
+    // The transport's stream, watched from the inside: what the worker writes and what it is sent.
+    const proto = GrpcTransport.prototype as unknown as { open(): void };
+    const open = proto.open;
+    proto.open = function (this: { stream: any }) {
+      open.call(this);
+      const stream = this.stream;
+      const write = stream.write.bind(stream);
+      stream.write = (msg: Record<string, any>) => {
+        if (msg.complete) sent.complete++;
+        if (msg.completes) {
+          sent.completes++;
+          sent.items += msg.completes.items.length;
+        }
+        return write(msg);
+      };
+      stream.on('data', (msg: Record<string, any>) => {
+        if (msg.job) got.job++;
+        if (msg.jobs) got.jobs++;
+      });
+    };
+    try {
+      await worker.start();
+      await until(async () => (await client.jobs.stats({ queue_name: queue })).counts.completed === total, 60_000, `${total} completions`);
+    } finally {
+      proto.open = open;
+      pool.ask = ask;
+      watch.stop();
+      await worker.close();
+    }
+    assert.deepEqual(errors, []);
+    assert.equal(runs.size, total);
+    assert.ok([...runs.values()].every((r) => r === 1), 'each job ran once');
+    assert.equal(got.job, 0, 'no job came alone');
+    assert.ok(got.jobs > 0 && got.jobs < total / 10, `${got.jobs} JobBatch messages for ${total} jobs`);
+    assert.equal(sent.items + sent.complete, total, 'every complete went on the stream');
+    assert.ok(sent.completes > 0 && sent.completes < total / 10, `${sent.completes} CompleteBatch messages, ${sent.complete} single completes`);
+    assert.ok(Math.max(...claimSizes) > 100, `claims of up to ${Math.max(...claimSizes)} jobs`);
+  });
+
+  test('a server from before batches: Job messages, single completes, claims cut to 100 after its refusal', async () => {
+    // A stand-in for an older node's ProcessJobs (the worker registers with the real node over REST): it ignores
+    // jobBatches, refuses a batchSize over 100 as that node did, and answers a CompleteBatch as a message without a kind.
+    const total = 400;
+    const asked: number[] = [];
+    const seen = { complete: 0, completes: 0 };
+    let next = 0;
+    const server = new Server();
+    server.addService(loadQueueV1().QueueService.service, {
+      ProcessJobs: (call: ServerDuplexStream<any, any>) => {
+        call.on('data', (m: any) => {
+          if (m.claim) {
+            asked.push(m.claim.batchSize);
+            if (m.claim.batchSize > 100) {
+              call.write({ ack: { ref: m.ref, code: status.INVALID_ARGUMENT, message: 'VALIDATION_ERROR: Invalid request {"details":[{"field":"batchSize","message":"must be from 1 to 100"}]}' } });
+              return;
+            }
+            for (let k = 0; k < m.claim.batchSize && next < total; k++, next++) {
+              const id = `00000000-0000-4000-8000-${String(next).padStart(12, '0')}`;
+              call.write({ job: { id, queueName: 'legacy', status: 'processing', payload: toStruct({ k }), leaseId: id, timeoutSeconds: 300, createdAt: new Date().toISOString() } });
+            }
+          } else if (m.complete) {
+            seen.complete++;
+            call.write({ ack: { ref: m.ref, jobId: m.complete.jobId, code: 0, complete: { jobId: m.complete.jobId, status: 'completed' } } });
+          } else {
+            if (m.completes) seen.completes++;
+            call.write({ ack: { ref: m.ref, code: status.INVALID_ARGUMENT, message: 'VALIDATION_ERROR: kind is required' } });
+          }
+        });
+        call.on('end', () => call.end());
+      },
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    );
+    const errors: unknown[] = [];
+    let done = 0;
+    const worker = new Worker(client, 'legacy', async () => {}, { concurrency: 50, prefetch: 450, pollWaitMs: 1000, transport: 'grpc', grpc: { address: `127.0.0.1:${port}` } });
+    worker.on('completed', () => done++);
+    worker.on('error', (err) => errors.push(err));
+    try {
+      await until(() => done === total, 30_000, `${total} completions`);
+    } finally {
+      await worker.close();
+      server.forceShutdown();
+    }
+    assert.deepEqual(errors, [], 'the refused size is not an error');
+    assert.equal(asked[0], 500, 'the first claim asks for the whole prefetch');
+    assert.ok(asked.length > 1 && asked.slice(1).every((s) => s <= 100), `claims after the refusal: ${asked.slice(1).join(', ')}`);
+    assert.equal(seen.completes, 0, 'no CompleteBatch to a server that never sent a JobBatch');
+    assert.equal(seen.complete, total);
+  });
 
   test('a stream broken while a claim rides ahead of unacknowledged completes: reopened, no claim beyond the free slots, each job once', async () => {
     const queue = 'g-broken';

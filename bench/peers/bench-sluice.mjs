@@ -36,6 +36,7 @@ const SHAPES = {
   'sdk-grpc-prefetch': { sdk: 'grpc', concurrency: 50, prefetch: 50 },
   // as graphile-worker's `batched` variant holds jobs (localQueue.size 500): 50 running and 450 ahead
   'sdk-batched': { sdk: 'http', concurrency: 50, prefetch: 450 },
+  'sdk-grpc-batched': { sdk: 'grpc', concurrency: 50, prefetch: 450 },
 };
 if (process.argv.includes('--variants')) { console.log(Object.keys(SHAPES).join(' ')); process.exit(0); }
 const { scenario, variant, run: runNo } = args();

@@ -48,7 +48,7 @@ import type * as GrpcJs from '@grpc/grpc-js';
 import { ERROR_CLASSES, LeaseExpiredError, SluiceError, UnknownApiError, ConnectionError } from './errors.js';
 import { backoff, sleep } from './http.js';
 import type { Job, JobStatus } from './types.js';
-import { CLAIM_LINGER_MS, claimThreshold } from './claiming.js';
+import { CLAIM_LINGER_MS, CLAIM_MAX, CLAIM_MAX_BEFORE, claimThreshold } from './claiming.js';
 import { failEcho } from './acks.js';
 import type { Transport, TransportHost } from './worker.js';
 
@@ -117,6 +117,16 @@ export class GrpcTransport implements Transport {
   private wakeScheduled = false;
   private linger: NodeJS.Timeout | null = null;
   private readonly threshold: number;
+  /** Jobs one claim asks for at most: CLAIM_MAX, or CLAIM_MAX_BEFORE once a service refused more. */
+  private claimMax = CLAIM_MAX;
+  /**
+   * The current stream's service sends JobBatch messages (its claims ask for them), so it also takes CompleteBatch:
+   * completes then go out together. Learnt anew on every stream (a rolling upgrade may put an older node behind it).
+   */
+  private batches = false;
+  /** Completes of this turn waiting to go out as one CompleteBatch on `this.stream`. */
+  private completesOut: Array<{ ref: string; complete: Pb }> = [];
+  private completesScheduled = false;
 
   private constructor(
     private readonly host: TransportHost,
@@ -159,14 +169,23 @@ export class GrpcTransport implements Transport {
     const stream = this.client.ProcessJobs(this.metadata());
     this.stream = stream;
     this.outstanding = 0;
+    this.batches = false;
     stream.on('data', (msg: Pb) => {
       if (stream !== this.stream) return;
       if (msg.job) {
         this.failures = 0;
         this.outstanding = Math.max(0, this.outstanding - 1);
         this.host.dispatch(fromPbJob(msg.job as Pb));
+      } else if (msg.jobs) {
+        this.failures = 0;
+        this.batches = true;
+        const jobs = ((msg.jobs as Pb).jobs as Pb[] | undefined) ?? [];
+        this.outstanding = Math.max(0, this.outstanding - jobs.length);
+        for (const job of jobs) this.host.dispatch(fromPbJob(job));
       } else if (msg.ack) {
         this.onAck(msg.ack as Pb);
+      } else if (msg.acks) {
+        for (const ack of ((msg.acks as Pb).acks as Pb[] | undefined) ?? []) this.onAck(ack);
       } else if (msg.cancelled) {
         this.host.cancelled(String((msg.cancelled as Pb).jobId));
       }
@@ -185,7 +204,12 @@ export class GrpcTransport implements Transport {
     if (code !== 0) {
       const err = grpcError(code, String(ack.message ?? ''));
       if (pending) pending.reject(err);
-      else {
+      else if (code === 3 && /\bbatchSize\b/.test(String(ack.message ?? '')) && this.claimMax > CLAIM_MAX_BEFORE) {
+        // A service from before claims of CLAIM_MAX refused the size, having claimed nothing: ask for less.
+        this.claimMax = CLAIM_MAX_BEFORE;
+        this.outstanding = 0;
+        this.wake();
+      } else {
         // A refused claim: its demand will never be served.
         this.outstanding = 0;
         this.host.reportError(err, 'claim');
@@ -237,7 +261,10 @@ export class GrpcTransport implements Transport {
    */
   private ask(lingered: boolean): void {
     if (!this.stream || !this.claiming || this.host.stopping) return;
-    const want = Math.min(100, this.host.free() + this.freeing - this.outstanding);
+    // The completes of this turn go out first: the service asks their actors before the claim, which then gets
+    // the slots they free.
+    this.sendCompletes();
+    const want = Math.min(this.claimMax, this.host.free() + this.freeing - this.outstanding);
     if (want <= 0) return;
     if (!lingered && want < this.threshold && (this.host.active > this.freeing || this.outstanding > 0)) {
       this.linger ??= setTimeout(() => {
@@ -251,7 +278,14 @@ export class GrpcTransport implements Transport {
     this.outstanding += want;
     this.stream.write({
       ref: `c${this.nextRef++}`,
-      claim: { queueName: this.host.queue, workerId: this.host.workerId, batchSize: want, leaseDurationSecs: this.host.leaseSeconds ?? 0, waitMs: this.host.pollWaitMs },
+      claim: {
+        queueName: this.host.queue,
+        workerId: this.host.workerId,
+        batchSize: want,
+        leaseDurationSecs: this.host.leaseSeconds ?? 0,
+        waitMs: this.host.pollWaitMs,
+        jobBatches: true,
+      },
     });
   }
 
@@ -281,12 +315,32 @@ export class GrpcTransport implements Transport {
     return new Promise<Pb>((resolve, reject) => {
       const frees = kind === 'complete';
       this.acks.set(ref, { resolve, reject, unary: resend, frees });
-      stream.write({ ref, [kind]: body });
+      if (frees && this.batches) {
+        this.completesOut.push({ ref, complete: body });
+        if (!this.completesScheduled) {
+          this.completesScheduled = true;
+          setImmediate(() => this.sendCompletes());
+        }
+      } else stream.write({ ref, [kind]: body });
       if (frees) {
         this.freeing++;
         this.wake();
       }
     });
+  }
+
+  /**
+   * The completes queued in this turn, as one CompleteBatch (one alone as itself). Those queued for a stream that
+   * has since broken or stopped are no longer awaited on a stream (their reports went to unary calls): dropped.
+   */
+  private sendCompletes(): void {
+    this.completesScheduled = false;
+    const stream = this.stream;
+    const items = this.completesOut.filter((i) => this.acks.has(i.ref));
+    this.completesOut = [];
+    if (!stream || items.length === 0) return;
+    if (items.length === 1) stream.write(items[0]!);
+    else stream.write({ ref: `b${this.nextRef++}`, completes: { items } });
   }
 
   /**

@@ -48,6 +48,31 @@ export function toJob(j: Json): Json {
   };
 }
 
+/** About how many bytes of payloads one JobBatch message carries before the next begins (a larger job goes alone). */
+const JOB_BATCH_BYTES = 1 << 20;
+
+/**
+ * Claimed rows cut into runs of about JOB_BATCH_BYTES of payloads, so that a message stays far below a client's
+ * usual receive limit (grpc-js: 4 MiB) whatever the batch size; most claims are one run.
+ */
+function bySize(rows: Json[]): Json[][] {
+  const out: Json[][] = [];
+  let run: Json[] = [];
+  let bytes = 0;
+  for (const row of rows) {
+    const size = JSON.stringify(row.payload ?? null).length + ((row.last_error as string | null)?.length ?? 0) + 512;
+    if (run.length > 0 && bytes + size > JOB_BATCH_BYTES) {
+      out.push(run);
+      run = [];
+      bytes = 0;
+    }
+    run.push(row);
+    bytes += size;
+  }
+  if (run.length > 0) out.push(run);
+  return out;
+}
+
 /** Jobs a stream handed out and has not seen finished; the oldest are forgotten past this many. */
 const HELD_MAX = 10_000;
 
@@ -94,6 +119,8 @@ interface ClaimMsg {
   batchSize: number;
   leaseDurationSecs: number;
   waitMs?: number;
+  /** ProcessJobs: deliver the claimed jobs as JobBatch messages. */
+  jobBatches?: boolean;
 }
 interface CompleteMsg {
   jobId: string;
@@ -161,15 +188,30 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
    * Claims until `want` jobs went out (Infinity: for ever) or `more()` turns false, writing each job by `send`
    * while `open()`.
    */
-  const pump = async (org: string, r: ClaimMsg, want: number, open: () => boolean, send: (job: Json) => Promise<void>, more = open) => {
+  const pump = async (
+    org: string,
+    r: ClaimMsg,
+    want: number,
+    open: () => boolean,
+    send: (job: Json) => Promise<void>,
+    more = open,
+    sendBatch?: (jobs: Json[]) => Promise<void>,
+  ) => {
     let left = want;
     while (more() && left > 0) {
       const claimed = await claim(org, { ...r, batchSize: Math.min(r.batchSize, left) }, POLL_MS);
       // Jobs claimed after the client left go back to the queue at once.
       const unsent: Record<string, unknown>[] = [];
-      for (const j of claimed) {
-        if (open()) await send(toJob(presentJob(j)));
-        else unsent.push(j);
+      if (sendBatch) {
+        for (const part of bySize(claimed)) {
+          if (open()) await sendBatch(part.map((j) => toJob(presentJob(j))));
+          else unsent.push(...part);
+        }
+      } else {
+        for (const j of claimed) {
+          if (open()) await send(toJob(presentJob(j)));
+          else unsent.push(j);
+        }
       }
       if (unsent.length > 0) jobs.unclaim(org, unsent);
       left -= claimed.length;
@@ -199,8 +241,10 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
   };
 
   /**
-   * Up: {ref, claim | complete | fail | renew}. Down: claimed jobs, and an Ack {ref, jobId, code, message,
-   * reply} for each complete, fail and renew (and for a claim that was refused). The completes that arrive in
+   * Up: {ref, claim | complete | completes | fail | renew}. Down: claimed jobs, and an Ack {ref, jobId, code, message,
+   * reply} for each complete, fail and renew (and for a claim that was refused). A claim with jobBatches gets its
+   * jobs as JobBatch messages, and a CompleteBatch (completes) its acks as one AckBatch: per message, grpc-js and
+   * protobufjs cost both ends several times what a job's own fields do. The completes that arrive in
    * the same turn go to the queue actors together (one ask per queue), each answered by its own ack as if alone.
    * A claim that arrives behind completes not yet asked of their actors is asked right after them (as
    * jobs.completeMany asks its claim): an actor takes its messages in order, so the claim finds the slots they
@@ -224,10 +268,13 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
       return w;
     });
     cancels.catch(() => {});
+    const ackOf = (ref: string, jobId: string, reply: Json | null, err?: unknown): Json => {
+      const e = err === undefined ? null : grpcError(err, ctx.log);
+      return { ref, jobId, code: e?.code ?? 0, message: e?.details ?? '', ...(reply ?? {}) };
+    };
     const ack = async (ref: string, jobId: string, reply: Json | null, err?: unknown): Promise<void> => {
       if (!stream.open) return;
-      const e = err === undefined ? null : grpcError(err, ctx.log);
-      await stream.write({ ack: { ref, jobId, code: e?.code ?? 0, message: e?.details ?? '', ...(reply ?? {}) } });
+      await stream.write({ ack: ackOf(ref, jobId, reply, err) });
     };
     /**
      * Completes go to the queue actors in batches (jobs.completeEach: one ask per queue for the whole batch),
@@ -236,7 +283,8 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
      * until it is answered (as a group commit gathers): the first complete waits for nothing, and a busy stream
      * sends one ask per round trip instead of one per message.
      */
-    let completes: Array<{ ref: string; jobId: string; input: CompleteInput; done: () => void }> = [];
+    /** `answer`: an item of a CompleteBatch, whose ack goes out with its batch's (AckBatch) rather than alone. */
+    let completes: Array<{ ref: string; jobId: string; input: CompleteInput; done: () => void; answer?: (ack: Json) => void }> = [];
     /** Called once the completes queued (not yet taken by a flush) have been asked of their actors. */
     let queuedAsked = () => {};
     /** Resolves once every complete received so far has been asked of its actor; null once they have been. */
@@ -273,17 +321,36 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
         await Promise.all(
           chunk.map((c, k) => {
             const out = outcomes[k]!;
-            if ('error' in out) return ack(c.ref, c.jobId, null, out.error);
+            if ('error' in out) return answer(c, null, out.error);
             // A finished job can no longer be cancelled: stop watching it.
             held.delete(out.id);
-            return ack(c.ref, c.jobId, { complete: completed({ id: out.id, status: 'completed', completed_at: out.completed_at }) });
+            return answer(c, { complete: completed({ id: out.id, status: 'completed', completed_at: out.completed_at }) });
           }),
         );
       } catch (err) {
-        await Promise.all(chunk.map((c) => ack(c.ref, c.jobId, null, err)));
+        await Promise.all(chunk.map((c) => answer(c, null, err)));
       } finally {
         asked();
         for (const c of chunk) c.done();
+      }
+    };
+    const answer = (c: (typeof completes)[number], reply: Json | null, err?: unknown): Promise<void> => {
+      if (!c.answer) return ack(c.ref, c.jobId, reply, err);
+      c.answer(ackOf(c.ref, c.jobId, reply, err));
+      return Promise.resolve();
+    };
+    const queueComplete = (o: string, item: (typeof completes)[number]): void => {
+      if (completes.length === 0) {
+        const asked = new Promise<void>((resolve) => (queuedAsked = resolve));
+        completesAsked = asked;
+        void asked.then(() => {
+          if (completesAsked === asked) completesAsked = null;
+        });
+      }
+      completes.push(item);
+      if (!flushing && !flushScheduled) {
+        flushScheduled = true;
+        setImmediate(() => void flushCompletes(o));
       }
     };
     const batchComplete = (o: string, ref: string, r: CompleteMsg): Promise<void> => {
@@ -293,19 +360,35 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
       } catch (err) {
         return ack(ref, r.jobId, null, err);
       }
+      return new Promise<void>((done) => queueComplete(o, { ref, jobId: r.jobId, input, done }));
+    };
+    /**
+     * A CompleteBatch: its items join the completes as if each had come alone (the same batching, the same order
+     * with the claims behind them), and their acks go out together, in the items' order, as one AckBatch.
+     */
+    const completeItems = (o: string, items: Array<{ ref: string; complete: CompleteMsg | null }>): Promise<void> => {
+      if (items.length === 0) return Promise.resolve();
+      const acks: Json[] = new Array(items.length);
+      let left = items.length;
       return new Promise<void>((done) => {
-        if (completes.length === 0) {
-          const asked = new Promise<void>((resolve) => (queuedAsked = resolve));
-          completesAsked = asked;
-          void asked.then(() => {
-            if (completesAsked === asked) completesAsked = null;
-          });
-        }
-        completes.push({ ref, jobId: r.jobId, input, done });
-        if (!flushing && !flushScheduled) {
-          flushScheduled = true;
-          setImmediate(() => void flushCompletes(o));
-        }
+        const settle = (k: number, a: Json) => {
+          acks[k] = a;
+          if (--left > 0) return;
+          if (!stream.open) return done();
+          void stream.write({ acks: { acks } }).then(done, done);
+        };
+        items.forEach((item, k) => {
+          const ref = typeof item.ref === 'string' && storable(item.ref) ? item.ref : '';
+          const r = item.complete;
+          if (!r) return settle(k, ackOf(ref, '', null, validationError([{ field: 'complete', message: 'is required' }])));
+          let input: CompleteInput;
+          try {
+            input = completeInput(r);
+          } catch (err) {
+            return settle(k, ackOf(ref, r.jobId, null, err));
+          }
+          queueComplete(o, { ref, jobId: r.jobId, input, done: () => {}, answer: (a) => settle(k, a) });
+        });
       });
     };
     const handle = async (o: string, m: { ref: string; kind?: string } & Json): Promise<void> => {
@@ -330,12 +413,19 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
           held.add(job.id as string);
           return stream.write({ job });
         };
-        return pump(o, r, r.batchSize, () => stream.open, send, more).catch((err) => ack(ref, '', null, err));
+        const sendBatch = r.jobBatches
+          ? (batch: Json[]) => {
+              for (const job of batch) held.add(job.id as string);
+              return stream.write({ jobs: { jobs: batch } });
+            }
+          : undefined;
+        return pump(o, r, r.batchSize, () => stream.open, send, more, sendBatch).catch((err) => ack(ref, '', null, err));
       }
       if (m.kind === 'complete' && m.complete) return batchComplete(o, ref, m.complete as CompleteMsg);
+      if (m.kind === 'completes' && m.completes) return completeItems(o, ((m.completes as Json).items as never) ?? []);
       const ops = { complete, fail, renew, progress } as Record<string, (org: string, r: never) => Promise<Json>>;
       const op = m.kind === undefined ? undefined : ops[m.kind];
-      if (!op) return ack(ref, '', null, validationError([{ field: 'kind', message: 'one of claim, complete, fail, renew, progress is required' }]));
+      if (!op) return ack(ref, '', null, validationError([{ field: 'kind', message: 'one of claim, complete, completes, fail, renew, progress is required' }]));
       const r = m[m.kind!] as { jobId: string };
       try {
         const reply = await op(o, r as never);
