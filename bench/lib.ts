@@ -132,6 +132,8 @@ export interface ServerProcess {
   child: ChildProcess;
   pid: number;
   url: string;
+  /** host:port of its gRPC API. */
+  grpc: string;
   key: string;
   dataDir: string;
   stop(): Promise<void>;
@@ -182,15 +184,15 @@ export async function startServer(databaseUrl: string, reuse: { dataDir: string 
   process.on('exit', orphanGuard);
   child.once('exit', () => process.off('exit', orphanGuard));
   let out = '';
-  const url = await new Promise<string>((resolve, reject) => {
+  const [url, grpc] = await new Promise<[string, string]>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not listen within 60 s:\n${out}`)), 60_000);
     const onData = (b: Buffer) => {
       // Keep only the head: the listening line and errors at boot are what matter.
       if (out.length < 64 * 1024) out += b.toString();
-      const m = /listening on (http:\/\/\S+)/.exec(out);
+      const m = /listening on (http:\/\/\S+) .* and (\S+) \(gRPC\)/.exec(out);
       if (m) {
         clearTimeout(timer);
-        resolve(m[1]!);
+        resolve([m[1]!, m[2]!]);
       }
     };
     child.stdout!.on('data', onData);
@@ -219,6 +221,7 @@ export async function startServer(databaseUrl: string, reuse: { dataDir: string 
     child,
     pid: child.pid!,
     url,
+    grpc,
     key,
     dataDir,
     stop: () =>

@@ -45,7 +45,8 @@ function diff(a: Record<string, Totals>, b: Record<string, Totals>, key: string)
 
 export async function sdkWorker(ctx: Context): Promise<Row[]> {
   const prefetch = Number(process.env.SDK_PREFETCH ?? 50);
-  const scenario = `5. SDK worker over REST, concurrency ${CONCURRENCY}, prefetch ${prefetch}`;
+  const transport = process.env.SDK_TRANSPORT === 'grpc' ? 'grpc' : 'http';
+  const scenario = `5. SDK worker over ${transport === 'grpc' ? 'gRPC' : 'REST'}, concurrency ${CONCURRENCY}, prefetch ${prefetch}`;
   const seconds = Number(process.env.BENCH_SECONDS ?? 10);
   const jobs = Number(process.env.BENCH_CYCLE_JOBS ?? 120_000);
   const queue = 'bench-sdk';
@@ -60,7 +61,13 @@ export async function sdkWorker(ctx: Context): Promise<Row[]> {
   const client = new SluiceClient({ url: ctx.url, apiKey: ctx.key });
   let done = 0;
   let errors = 0;
-  const worker = new Worker(client, queue, async () => {}, { concurrency: CONCURRENCY, prefetch, pollWaitMs: 1000 });
+  const worker = new Worker(client, queue, async () => {}, {
+    concurrency: CONCURRENCY,
+    prefetch,
+    pollWaitMs: 1000,
+    transport,
+    grpc: { address: ctx.server.grpc },
+  });
   worker.on('completed', () => done++);
   worker.on('error', () => errors++);
   worker.on('leaseLost', () => errors++);

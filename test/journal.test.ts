@@ -116,6 +116,36 @@ describe('journal: pipelined group commit', () => {
     assert.deepEqual(h.log, ['claim ok', 'complete ok', 'both ok', 'other ok']);
   });
 
+  test('a large queue with no group in flight goes out as two groups of whole requests, side by side; a small one as one', async () => {
+    const h = harness();
+    const ids = (p: string, n: number) => Array.from({ length: n }, (_, i) => `${p}${i}`);
+    // 300 records in four requests of two actors: about half (150) is reached after the second request.
+    h.request('A', ids('a', 100), 'r1');
+    h.request('B', ids('b', 100), 'r2', 'b0');
+    h.request('A', ids('c', 60), 'r3');
+    h.request('B', ids('d', 40), 'r4');
+    await turn();
+    assert.equal(h.flights.length, 2, 'two groups at once');
+    const sizes = h.flights.map((f) => f.records.length);
+    assert.deepEqual(sizes, [200, 100], 'cut between requests, never inside one');
+    assert.deepEqual(h.flights[1]!.actors.slice(0, 1), ['A']);
+    // The second lands first: A's r3 still waits for r1 (its first group), B's r4 for r2.
+    h.flights[1]!.land();
+    await turn();
+    assert.deepEqual(h.log, []);
+    h.flights[0]!.land({ b0: { id: 'b0' } });
+    await turn();
+    assert.deepEqual(h.log, ['r1 ok', 'r3 ok', 'r2 ok {"id":"b0"}', 'r4 ok']);
+    // Below the threshold, one group.
+    h.request('A', ids('e', 100), 'r5');
+    h.request('B', ids('f', 100), 'r6');
+    await turn();
+    assert.equal(h.flights.length, 3);
+    assert.equal(h.flights[2]!.records.length, 200);
+    h.flights[2]!.land();
+    await h.journal.idle();
+  });
+
   test('depth 1 commits one group at a time', async () => {
     const h = harness(1);
     h.request('A', ['a1'], 'r1');
