@@ -349,18 +349,21 @@ describe('gRPC QueueService', () => {
     const jobs = seen.got.filter((m) => m.jobs).flatMap((m) => m.jobs.jobs);
     assert.deepEqual(jobs.map((j) => fromStruct(j.payload).i).sort(), [0, 1, 2, 3, 4, 5]);
     for (const j of jobs) assert.ok(j.leaseId && j.status === 'processing');
-    // Four good items, a stale lease, an invalid one and an item without its complete, in one message.
+    // Four good items, a stale lease, an invalid one, an item without its complete and one with a string PostgreSQL
+    // cannot store, in one message.
     const items = [
       ...jobs.slice(0, 4).map((j, i) => ({ ref: `ok-${i}`, complete: { jobId: j.id, workerId: 'bb', leaseId: j.leaseId, result: toValue({ i }) } })),
       { ref: 'stale', complete: { jobId: jobs[4].id, workerId: 'bb', leaseId: '00000000-0000-4000-8000-000000000000' } },
       { ref: 'invalid', complete: { jobId: jobs[4].id, workerId: '', leaseId: jobs[4].leaseId } },
       { ref: 'empty' },
+      { ref: 'nul', complete: { jobId: jobs[5].id, workerId: 'bb', leaseId: jobs[5].leaseId, result: toValue({ s: 'a\u0000b' }) } },
     ];
     stream.write({ ref: 'batch-1', completes: { items } });
     await seen.until(() => seen.got.some((m) => m.acks), 'the AckBatch');
     const batches = seen.got.filter((m) => m.acks);
     assert.equal(batches.length, 1, 'one AckBatch for the message');
     assert.equal(seen.got.filter((m) => m.ack).length, 0, 'no single Ack');
+    assert.equal(batches[0]!.acks.ref, 'batch-1', "the message's own ref");
     const acks = batches[0]!.acks.acks;
     assert.deepEqual(acks.map((a: Json) => a.ref), items.map((i) => i.ref), 'one ack per item, in item order');
     for (const [i, j] of jobs.slice(0, 4).entries()) {
@@ -371,6 +374,11 @@ describe('gRPC QueueService', () => {
     assert.match(acks[4].message, /^LEASE_EXPIRED: /);
     assert.equal(acks[5].code, status.INVALID_ARGUMENT);
     assert.equal(acks[6].code, status.INVALID_ARGUMENT);
+    assert.equal(acks[7].code, status.INVALID_ARGUMENT, 'an item holding what the store cannot keep is refused alone');
+    // More items than a batch acknowledgement takes: the message is refused whole, on its own ref.
+    stream.write({ ref: 'too-many', completes: { items: Array.from({ length: 501 }, (_, k) => ({ ref: `m${k}`, complete: { jobId: jobs[5].id, workerId: 'bb', leaseId: jobs[5].leaseId } })) } });
+    await seen.until(() => seen.got.some((m) => m.ack?.ref === 'too-many'), 'the refusal');
+    assert.equal(seen.got.find((m) => m.ack?.ref === 'too-many').ack.code, status.INVALID_ARGUMENT);
     // A claim without jobBatches still gets single Job messages on the same stream.
     stream.write({ ref: 'c2', claim: { queueName: 'duplex-batches', workerId: 'bb', batchSize: 1 } });
     await g.q('Enqueue', { queueName: 'duplex-batches', payload: toStruct({ i: 6 }) });
@@ -380,6 +388,7 @@ describe('gRPC QueueService', () => {
     const api = n.api.as(key);
     for (const [i, j] of jobs.slice(0, 4).entries()) assert.deepEqual((await api.get(`/api/v1/jobs/${j.id}`)).body.result, { i });
     assert.equal((await api.get(`/api/v1/jobs/${jobs[4].id}`)).body.status, 'processing', 'the refused items changed nothing');
+    assert.equal((await api.get(`/api/v1/jobs/${jobs[5].id}`)).body.status, 'processing');
   });
 
   test('ProcessJobs: a claim sent with completes is asked after them, in one ask that gets the slots they free (max_concurrency 2)', async () => {

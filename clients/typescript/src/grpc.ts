@@ -49,7 +49,7 @@ import { ERROR_CLASSES, LeaseExpiredError, SluiceError, UnknownApiError, Connect
 import { backoff, sleep } from './http.js';
 import type { Job, JobStatus } from './types.js';
 import { CLAIM_LINGER_MS, CLAIM_MAX, CLAIM_MAX_BEFORE, claimThreshold } from './claiming.js';
-import { failEcho } from './acks.js';
+import { ACK_MAX_ITEMS, failEcho } from './acks.js';
 import type { Transport, TransportHost } from './worker.js';
 
 const PROTO_PATH = fileURLToPath(new URL('../proto/queue/v1/queue.proto', import.meta.url));
@@ -59,6 +59,8 @@ const ACK_DRAIN_MS = 5_000;
 /** Defaults of `grpc.keepaliveMs` and `grpc.keepaliveTimeoutMs`: a silent connection is dropped within ~30 s. */
 export const KEEPALIVE_MS = 20_000;
 export const KEEPALIVE_TIMEOUT_MS = 10_000;
+/** Results' JSON per CompleteBatch, roughly: a message stays far below the service's 4 MiB receive limit. */
+const COMPLETES_MAX_BYTES = 1 << 20;
 
 type Pb = Record<string, unknown>;
 type Callback = (err: GrpcJs.ServiceError | null, res: Pb) => void;
@@ -124,9 +126,11 @@ export class GrpcTransport implements Transport {
    * completes then go out together. Learnt anew on every stream (a rolling upgrade may put an older node behind it).
    */
   private batches = false;
-  /** Completes of this turn waiting to go out as one CompleteBatch on `this.stream`. */
-  private completesOut: Array<{ ref: string; complete: Pb }> = [];
+  /** Completes of this turn waiting to go out as CompleteBatch messages on `this.stream` (`bytes`: their result's JSON). */
+  private completesOut: Array<{ ref: string; complete: Pb; bytes: number }> = [];
   private completesScheduled = false;
+  /** The items of each CompleteBatch sent and not answered yet, by the message's ref. */
+  private readonly batchesOut = new Map<string, Array<{ ref: string; complete: Pb }>>();
 
   private constructor(
     private readonly host: TransportHost,
@@ -170,6 +174,7 @@ export class GrpcTransport implements Transport {
     this.stream = stream;
     this.outstanding = 0;
     this.batches = false;
+    this.batchesOut.clear();
     stream.on('data', (msg: Pb) => {
       if (stream !== this.stream) return;
       if (msg.job) {
@@ -185,6 +190,7 @@ export class GrpcTransport implements Transport {
       } else if (msg.ack) {
         this.onAck(msg.ack as Pb);
       } else if (msg.acks) {
+        this.batchesOut.delete(String((msg.acks as Pb).ref));
         for (const ack of ((msg.acks as Pb).acks as Pb[] | undefined) ?? []) this.onAck(ack);
       } else if (msg.cancelled) {
         this.host.cancelled(String((msg.cancelled as Pb).jobId));
@@ -196,6 +202,15 @@ export class GrpcTransport implements Transport {
   }
 
   private onAck(ack: Pb): void {
+    const items = this.batchesOut.get(String(ack.ref));
+    if (items) {
+      // The CompleteBatch was refused as a whole (a service that does not take them, or the message itself):
+      // its items go again one by one, as every later complete on this stream does.
+      this.batchesOut.delete(String(ack.ref));
+      this.batches = false;
+      for (const item of items) if (this.acks.has(item.ref)) this.stream?.write(item);
+      return;
+    }
     const pending = this.acks.get(String(ack.ref));
     if (pending) this.acks.delete(String(ack.ref));
     // Before its job leaves the worker (as the report settles), so that its slot is never counted twice.
@@ -308,7 +323,7 @@ export class GrpcTransport implements Transport {
   }
 
   /** Over the stream while it is open and claiming, else as a unary call; `resend` if the stream owes its ack. */
-  private op(kind: 'complete' | 'fail' | 'renew' | 'progress', body: Pb, unary: () => Promise<Pb>, resend = unary): Promise<Pb> {
+  private op(kind: 'complete' | 'fail' | 'renew' | 'progress', body: Pb, unary: () => Promise<Pb>, resend = unary, bytes = 0): Promise<Pb> {
     const stream = this.stream;
     if (!stream || !this.claiming) return unary();
     const ref = `${kind[0]}${this.nextRef++}`;
@@ -316,7 +331,7 @@ export class GrpcTransport implements Transport {
       const frees = kind === 'complete';
       this.acks.set(ref, { resolve, reject, unary: resend, frees });
       if (frees && this.batches) {
-        this.completesOut.push({ ref, complete: body });
+        this.completesOut.push({ ref, complete: body, bytes });
         if (!this.completesScheduled) {
           this.completesScheduled = true;
           setImmediate(() => this.sendCompletes());
@@ -336,11 +351,24 @@ export class GrpcTransport implements Transport {
   private sendCompletes(): void {
     this.completesScheduled = false;
     const stream = this.stream;
-    const items = this.completesOut.filter((i) => this.acks.has(i.ref));
+    const queued = this.completesOut.filter((i) => this.acks.has(i.ref));
     this.completesOut = [];
-    if (!stream || items.length === 0) return;
-    if (items.length === 1) stream.write(items[0]!);
-    else stream.write({ ref: `b${this.nextRef++}`, completes: { items } });
+    if (!stream) return;
+    // Cut at ACK_MAX_ITEMS items (the service's bound per message) or about COMPLETES_MAX_BYTES of results.
+    for (let i = 0; i < queued.length; ) {
+      let j = i;
+      let bytes = 0;
+      while (j < queued.length && j - i < ACK_MAX_ITEMS && (j === i || bytes + queued[j]!.bytes <= COMPLETES_MAX_BYTES)) bytes += queued[j++]!.bytes;
+      const items = queued.slice(i, j).map(({ ref, complete }) => ({ ref, complete }));
+      i = j;
+      if (items.length === 1) {
+        stream.write(items[0]!);
+        continue;
+      }
+      const ref = `b${this.nextRef++}`;
+      this.batchesOut.set(ref, items);
+      stream.write({ ref, completes: { items } });
+    }
   }
 
   /**
@@ -393,10 +421,16 @@ export class GrpcTransport implements Transport {
     // Sent more than once (the stream's attempt, or a retry), a LEASE_EXPIRED may be the echo of our own success.
     let resent = false;
     const once = () => this.unary('Complete', req, { resent: () => (resent = true) }).catch((err) => (resent ? this.echo(job, err) : Promise.reject(err)));
-    await this.op('complete', req, once, () => {
-      resent = true;
-      return once();
-    });
+    await this.op(
+      'complete',
+      req,
+      once,
+      () => {
+        resent = true;
+        return once();
+      },
+      result === null || result === undefined ? 4 : JSON.stringify(result).length,
+    );
   }
 
   /**
@@ -505,7 +539,12 @@ export function toValue(v: unknown): PbValue {
   if (typeof v === 'object') {
     const json = (v as { toJSON?: () => unknown }).toJSON;
     if (typeof json === 'function') return toValue(json.call(v));
-    return { structValue: { fields: Object.fromEntries(Object.entries(v).filter(([, x]) => x !== undefined).map(([k, x]) => [k, toValue(x)])) } };
+    const fields: Record<string, PbValue> = {};
+    for (const k of Object.keys(v)) {
+      const x = (v as Record<string, unknown>)[k];
+      if (x !== undefined) own(fields, k, toValue(x));
+    }
+    return { structValue: { fields } };
   }
   return { nullValue: 'NULL_VALUE' };
 }
@@ -529,7 +568,19 @@ export function fromValue(v: PbValue | null | undefined): unknown {
 }
 
 function fromStruct(s: { fields?: Record<string, PbValue> } | null | undefined): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(s?.fields ?? {}).map(([k, v]) => [k, fromValue(v)]));
+  const out: Record<string, unknown> = {};
+  const fields = s?.fields;
+  if (fields) for (const k of Object.keys(fields)) own(out, k, fromValue(fields[k]));
+  return out;
+}
+
+/**
+ * Sets an own property, `__proto__` included (an assignment would set the prototype instead): what
+ * Object.fromEntries does, without its array per entry (these run for every field of every job on the stream).
+ */
+function own(out: Record<string, unknown>, k: string, v: unknown): void {
+  if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+  else out[k] = v;
 }
 
 const orNull = (v: unknown): string | null => (typeof v === 'string' && v !== '' ? v : null);

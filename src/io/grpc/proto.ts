@@ -46,8 +46,19 @@ export function toValue(v: unknown): PbValue {
   return { structValue: toStruct(v as Record<string, unknown>) };
 }
 
+/**
+ * Sets an own property, `__proto__` included (an assignment would set the prototype instead): what
+ * Object.fromEntries does, without its array per entry (these run for every field of every job on a stream).
+ */
+function own(out: Record<string, unknown>, k: string, v: unknown): void {
+  if (k === '__proto__') Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+  else out[k] = v;
+}
+
 export function toStruct(o: Record<string, unknown>): PbStruct {
-  return { fields: Object.fromEntries(Object.entries(o).map(([k, v]) => [k, toValue(v)])) };
+  const fields: Record<string, PbValue> = {};
+  for (const k of Object.keys(o)) own(fields, k, toValue(o[k]));
+  return { fields };
 }
 
 export function fromValue(v: PbValue | null | undefined): unknown {
@@ -69,5 +80,8 @@ export function fromValue(v: PbValue | null | undefined): unknown {
 }
 
 export function fromStruct(s: PbStruct | null | undefined): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(s?.fields ?? {}).map(([k, v]) => [k, fromValue(v)]));
+  const out: Record<string, unknown> = {};
+  const fields = s?.fields;
+  if (fields) for (const k of Object.keys(fields)) own(out, k, fromValue(fields[k]));
+  return out;
 }

@@ -366,8 +366,9 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
      * A CompleteBatch: its items join the completes as if each had come alone (the same batching, the same order
      * with the claims behind them), and their acks go out together, in the items' order, as one AckBatch.
      */
-    const completeItems = (o: string, items: Array<{ ref: string; complete: CompleteMsg | null }>): Promise<void> => {
-      if (items.length === 0) return Promise.resolve();
+    const completeItems = (o: string, ref: string, items: Array<{ ref: string; complete: CompleteMsg | null }>): Promise<void> => {
+      if (!Array.isArray(items) || items.length === 0) return Promise.resolve();
+      if (items.length > ACK_MAX) return ack(ref, '', null, validationError([{ field: 'completes.items', message: `at most ${ACK_MAX} per message` }]));
       const acks: Json[] = new Array(items.length);
       let left = items.length;
       return new Promise<void>((done) => {
@@ -375,26 +376,29 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
           acks[k] = a;
           if (--left > 0) return;
           if (!stream.open) return done();
-          void stream.write({ acks: { acks } }).then(done, done);
+          void stream.write({ acks: { acks, ref } }).then(done, done);
         };
         items.forEach((item, k) => {
-          const ref = typeof item.ref === 'string' && storable(item.ref) ? item.ref : '';
+          const itemRef = typeof item.ref === 'string' && storable(item.ref) ? item.ref : '';
           const r = item.complete;
-          if (!r) return settle(k, ackOf(ref, '', null, validationError([{ field: 'complete', message: 'is required' }])));
+          if (!r) return settle(k, ackOf(itemRef, '', null, validationError([{ field: 'complete', message: 'is required' }])));
           let input: CompleteInput;
           try {
+            // Each item is checked as a message of its own would be, so a batch refuses only its bad items.
+            assertCleanRequest(ctx, r);
             input = completeInput(r);
           } catch (err) {
-            return settle(k, ackOf(ref, r.jobId, null, err));
+            return settle(k, ackOf(itemRef, typeof r.jobId === 'string' ? r.jobId : '', null, err));
           }
-          queueComplete(o, { ref, jobId: r.jobId, input, done: () => {}, answer: (a) => settle(k, a) });
+          queueComplete(o, { ref: itemRef, jobId: r.jobId, input, done: () => {}, answer: (a) => settle(k, a) });
         });
       });
     };
     const handle = async (o: string, m: { ref: string; kind?: string } & Json): Promise<void> => {
       const ref = m.ref ?? '';
       try {
-        assertCleanRequest(ctx, m);
+        // A CompleteBatch's items are checked one by one (completeItems).
+        assertCleanRequest(ctx, m.kind === 'completes' ? { ref } : m);
       } catch (err) {
         return ack(typeof ref === 'string' && storable(ref) ? ref : '', '', null, err);
       }
@@ -422,7 +426,7 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
         return pump(o, r, r.batchSize, () => stream.open, send, more, sendBatch).catch((err) => ack(ref, '', null, err));
       }
       if (m.kind === 'complete' && m.complete) return batchComplete(o, ref, m.complete as CompleteMsg);
-      if (m.kind === 'completes' && m.completes) return completeItems(o, ((m.completes as Json).items as never) ?? []);
+      if (m.kind === 'completes' && m.completes) return completeItems(o, ref, ((m.completes as Json).items as never) ?? []);
       const ops = { complete, fail, renew, progress } as Record<string, (org: string, r: never) => Promise<Json>>;
       const op = m.kind === undefined ? undefined : ops[m.kind];
       if (!op) return ack(ref, '', null, validationError([{ field: 'kind', message: 'one of claim, complete, completes, fail, renew, progress is required' }]));
