@@ -378,7 +378,7 @@ describe('gRPC QueueService', () => {
     // More items than a batch acknowledgement takes: the message is refused whole, on its own ref.
     stream.write({ ref: 'too-many', completes: { items: Array.from({ length: 501 }, (_, k) => ({ ref: `m${k}`, complete: { jobId: jobs[5].id, workerId: 'bb', leaseId: jobs[5].leaseId } })) } });
     await seen.until(() => seen.got.some((m) => m.ack?.ref === 'too-many'), 'the refusal');
-    assert.equal(seen.got.find((m) => m.ack?.ref === 'too-many').ack.code, status.INVALID_ARGUMENT);
+    assert.equal(seen.got.find((m) => m.ack?.ref === "too-many")!.ack.code, status.INVALID_ARGUMENT);
     // A claim without jobBatches still gets single Job messages on the same stream.
     stream.write({ ref: 'c2', claim: { queueName: 'duplex-batches', workerId: 'bb', batchSize: 1 } });
     await g.q('Enqueue', { queueName: 'duplex-batches', payload: toStruct({ i: 6 }) });

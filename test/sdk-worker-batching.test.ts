@@ -5,7 +5,9 @@
 // sent again, over REST or a gRPC unary call; over gRPC, the claim goes out with the completes, for the slots they
 // free, before their acks, and a stream broken meanwhile is reopened without claiming beyond the free slots; on a
 // connection that is up but silent, a unary call ends at its deadline and close() returns, a stream is broken by
-// the worker's keepalive, and the node's own keepalive ends the streams of a client gone silent; and the optional
+// the worker's keepalive, and the node's own keepalive ends the streams of a client gone silent; over gRPC, jobs
+// and completes travel several per message, and with a node from before that (a stand-in) the worker falls back
+// to single messages and claims of 100; and the optional
 // prefetch holds claimed jobs beyond the concurrency without running more handlers at once.
 import assert from 'node:assert/strict';
 import net from 'node:net';
@@ -672,10 +674,13 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
     assert.ok(Math.max(...claimSizes) > 100, `claims of up to ${Math.max(...claimSizes)} jobs`);
   });
 
-  test('a server from before batches: Job messages, single completes, claims cut to 100 after its refusal', async () => {
-    // A stand-in for an older node's ProcessJobs (the worker registers with the real node over REST): it ignores
-    // jobBatches, refuses a batchSize over 100 as that node did, and answers a CompleteBatch as a message without a kind.
-    const total = 400;
+  /**
+   * A stand-in for another node's ProcessJobs (the worker registers with the real node over REST), which hands out
+   * `total` made-up jobs: one that predates batches ignores jobBatches, refuses a batchSize over 100 as such a node
+   * did, and answers a CompleteBatch as a message without a kind; `jobBatches` makes it send JobBatch messages
+   * (and still refuse CompleteBatch messages whole).
+   */
+  async function standIn(total: number, jobBatches: boolean) {
     const asked: number[] = [];
     const seen = { complete: 0, completes: 0 };
     let next = 0;
@@ -689,10 +694,13 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
               call.write({ ack: { ref: m.ref, code: status.INVALID_ARGUMENT, message: 'VALIDATION_ERROR: Invalid request {"details":[{"field":"batchSize","message":"must be from 1 to 100"}]}' } });
               return;
             }
+            const jobs = [];
             for (let k = 0; k < m.claim.batchSize && next < total; k++, next++) {
               const id = `00000000-0000-4000-8000-${String(next).padStart(12, '0')}`;
-              call.write({ job: { id, queueName: 'legacy', status: 'processing', payload: toStruct({ k }), leaseId: id, timeoutSeconds: 300, createdAt: new Date().toISOString() } });
+              jobs.push({ id, queueName: 'legacy', status: 'processing', payload: toStruct({ k }), leaseId: id, timeoutSeconds: 300, createdAt: new Date().toISOString() });
             }
+            if (jobBatches && m.claim.jobBatches) call.write({ jobs: { jobs } });
+            else for (const job of jobs) call.write({ job });
           } else if (m.complete) {
             seen.complete++;
             call.write({ ack: { ref: m.ref, jobId: m.complete.jobId, code: 0, complete: { jobId: m.complete.jobId, status: 'completed' } } });
@@ -718,11 +726,25 @@ describe('worker over gRPC: the claim rides with the completes', { skip: CLIENT_
       await worker.close();
       server.forceShutdown();
     }
+    return { asked, seen, errors };
+  }
+
+  test('a server from before batches: Job messages, single completes, claims cut to 100 after its refusal', async () => {
+    const total = 400;
+    const { asked, seen, errors } = await standIn(total, false);
     assert.deepEqual(errors, [], 'the refused size is not an error');
     assert.equal(asked[0], 500, 'the first claim asks for the whole prefetch');
     assert.ok(asked.length > 1 && asked.slice(1).every((s) => s <= 100), `claims after the refusal: ${asked.slice(1).join(', ')}`);
     assert.equal(seen.completes, 0, 'no CompleteBatch to a server that never sent a JobBatch');
     assert.equal(seen.complete, total);
+  });
+
+  test('a CompleteBatch refused whole: its items go again one by one, and so do the completes after it', async () => {
+    const total = 300;
+    const { seen, errors } = await standIn(total, true);
+    assert.deepEqual(errors, []);
+    assert.equal(seen.completes, 1, 'one CompleteBatch, then no more on that stream');
+    assert.equal(seen.complete, total, 'every complete answered alone');
   });
 
   test('a stream broken while a claim rides ahead of unacknowledged completes: reopened, no claim beyond the free slots, each job once', async () => {

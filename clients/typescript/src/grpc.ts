@@ -4,7 +4,11 @@
 // The protocol (the service's docs/grpc.md): the client sends `{ref, claim}` to ask for up to `batchSize` more
 // jobs (claims add up; the service long-polls until they are delivered), and `{ref, complete | fail | renew}`;
 // the service sends claimed jobs as `{job}` and answers every complete / fail / renew (and a refused claim)
-// with `{ack: {ref, jobId, code, message, reply}}`. So the demand the worker has outstanding is the sum of its
+// with `{ack: {ref, jobId, code, message, reply}}`. Claims ask for `jobBatches`: a service that has them sends the
+// jobs of a claim together (`{jobs: {jobs}}`), and on a stream whose service has so shown it has them, the
+// completes of one turn go as `{ref, completes: {items}}` (cut at 500 items or ~1 MiB of results), answered by one
+// `{acks: {acks, ref}}`; a batch refused whole (a service that does not take them) is sent again item by item, and
+// no other goes on that stream. So the demand the worker has outstanding is the sum of its
 // claims minus the jobs received; it asks for more when the free slots beyond that are worth a claim (a quarter
 // of the concurrency, any number when no handler runs, or whatever is free after a short linger), so that one
 // claim message carries several jobs instead of one per freed slot.
@@ -126,6 +130,8 @@ export class GrpcTransport implements Transport {
    * completes then go out together. Learnt anew on every stream (a rolling upgrade may put an older node behind it).
    */
   private batches = false;
+  /** The current stream's service refused a CompleteBatch whole: no more of them on it. */
+  private batchesRefused = false;
   /** Completes of this turn waiting to go out as CompleteBatch messages on `this.stream` (`bytes`: their result's JSON). */
   private completesOut: Array<{ ref: string; complete: Pb; bytes: number }> = [];
   private completesScheduled = false;
@@ -174,6 +180,7 @@ export class GrpcTransport implements Transport {
     this.stream = stream;
     this.outstanding = 0;
     this.batches = false;
+    this.batchesRefused = false;
     this.batchesOut.clear();
     stream.on('data', (msg: Pb) => {
       if (stream !== this.stream) return;
@@ -183,7 +190,7 @@ export class GrpcTransport implements Transport {
         this.host.dispatch(fromPbJob(msg.job as Pb));
       } else if (msg.jobs) {
         this.failures = 0;
-        this.batches = true;
+        this.batches = !this.batchesRefused;
         const jobs = ((msg.jobs as Pb).jobs as Pb[] | undefined) ?? [];
         this.outstanding = Math.max(0, this.outstanding - jobs.length);
         for (const job of jobs) this.host.dispatch(fromPbJob(job));
@@ -208,6 +215,7 @@ export class GrpcTransport implements Transport {
       // its items go again one by one, as every later complete on this stream does.
       this.batchesOut.delete(String(ack.ref));
       this.batches = false;
+      this.batchesRefused = true;
       for (const item of items) if (this.acks.has(item.ref)) this.stream?.write(item);
       return;
     }
