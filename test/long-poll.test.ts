@@ -88,7 +88,8 @@ test('a waiting claim whose client left gives the job it took back at once, with
 });
 
 test('a stopping node answers its parked claims at once, empty, closing their connections', async () => {
-  // Its own node: this one stops. Before, the stop waited for the claims' wait (or its 5 s grace) to run out.
+  // Its own node: this one stops. Before, the stop waited for the claims' wait (or its 5 s grace) to run out. A
+  // claim still on its way to its actor when the stop begins (a slow machine) is answered the same way.
   const s = await startTestNode();
   let stopped = false;
   try {

@@ -156,6 +156,8 @@ export class ActorHost {
   private currentKey = '';
   private currentToken: Token = 0;
   private lastToken: Token = 0;
+  /** The node is stopping: its parked claims were answered, and claims that find nothing no longer wait. */
+  private unparked = false;
   /**
    * Actors dropped while writes made for them are still queued: their rebuild reads the store only once those
    * are committed (or failed), so it never misses a change the dropped actor already acknowledged.
@@ -391,6 +393,7 @@ export class ActorHost {
           void this.release(m.shards).then(() => this.ok(m.id, null));
           break;
         case 'unpark':
+          this.unparked = true;
           for (const slot of this.actors.values()) {
             if ('actor' in slot && slot.actor instanceof QueueActor) for (const w of slot.actor.drainWaiters()) w.respond(EMPTY_CLAIM);
           }
@@ -982,7 +985,8 @@ export class ActorHost {
   private claim(actor: QueueActor, a: QueueOps['claim']['args'], fx: Effects, call: Call<QueueOps['claim']['reply']>): void {
     const reply = actor.claim(a, fx);
     if (reply) return call.answer(reply);
-    if (!a.wait_ms || actor.paused) return call.answer(EMPTY_CLAIM);
+    // A stopping node parks nothing (unpark): a claim arriving during its stop would otherwise wait out the grace.
+    if (!a.wait_ms || actor.paused || this.unparked) return call.answer(EMPTY_CLAIM);
     // Whoever's message later feeds the waiter, the answer belongs to this request (its token) and runs as this actor.
     const key = this.currentKey;
     let timer: NodeJS.Timeout | undefined;

@@ -156,8 +156,9 @@ export class ActorPool {
   }
 
   /**
-   * Answers every long poll parked on this node's actors now, with no jobs: a stopping node's workers (and the peers
-   * that forwarded claims to it) are answered at once instead of at the end of their wait or of the stop's grace.
+   * Answers every long poll parked on this node's actors now, with no jobs, and parks none from then on: a stopping
+   * node's workers (and the peers that forwarded claims to it) are answered at once instead of at the end of their
+   * wait or of the stop's grace, those whose claim was still on its way included.
    */
   async unpark(): Promise<void> {
     await Promise.all(this.threads.map((t) => this.post<null>(t, (id) => ({ t: 'unpark', id })).catch(() => {})));
