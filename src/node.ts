@@ -371,8 +371,10 @@ export async function startNode(opts: NodeOptions): Promise<SluiceNode> {
       stop: () =>
         (stopped ??= (async () => {
           // Ends open streams and WebSockets at once and answers what is in flight; the long polls parked on the
-          // actors are answered now, empty (their answers close their connections), not at the end of the grace.
+          // actors are answered now, empty (their answers close their connections), not at the end of the grace, and
+          // so are those this node forwarded to others (they answer through it).
           const closing = h.close(SHUTDOWN_GRACE_MS);
+          c.unparkElsewhere();
           await p.unpark();
           await closing;
           await g.stop();

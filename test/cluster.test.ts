@@ -1,6 +1,7 @@
 // Several nodes on one PostgreSQL database, in this process: the shards are shared out, any node takes any
 // request and forwards it to the shard's owner, and two nodes racing for one queue hand each job out once;
-// a long poll and the gRPC streams stay on the node the client is connected to and are fed by the owner.
+// a long poll and the gRPC streams stay on the node the client is connected to and are fed by the owner, which
+// answers them at once when that node stops.
 // The crash, deposed-owner, rolling-restart and delivery-adoption runs are in cluster-failover.test.ts
 // (separate processes).
 import assert from 'node:assert/strict';
@@ -386,6 +387,48 @@ describe('three nodes: the cluster-wide tasks run once; long polls and gRPC stre
     await sleep(500);
     const got = delivered.filter((d) => d.event === 'job.created').map((d) => d.jobId);
     assert.deepEqual(got.sort(), ids.sort(), 'each event delivered once');
+  });
+});
+
+describe('a node that stops, and the long polls it forwarded', { skip }, () => {
+  test('the owner answers them at once, empty, and keeps no claim for them', { timeout: 60_000 }, async () => {
+    const store = await freshStore();
+    const a = await startTestNode({ store, env: CLUSTER_ENV });
+    const b = await startNode({ config: loadConfig(a.env) });
+    let aStopped = false;
+    try {
+      await until('two nodes share the shards', async () => {
+        const m = await owners(a);
+        return m.size === 2 && [...m.values()].reduce((x, y) => x + y, 0) === 256;
+      });
+      const org = (await a.api.get('/api/v1/auth/me')).body.organization_id as string;
+      const held = new Set((await a.node.store.query<{ shard: number }>(`SELECT shard FROM shards WHERE owner = $1 AND lease_until > now()`, [b.nodeId])).map((r) => r.shard));
+      const shards = loadConfig(a.env).shardCount;
+      let queue = '';
+      for (let i = 0; !queue; i++) if (held.has(shardOf(actorKey(org, `fwd-${i}`), shards))) queue = `fwd-${i}`;
+      // Through A, for a queue B owns: forwarded to B and parked there for up to 30 s.
+      const poll = a.api.post('/api/v1/jobs/claim', { queue_name: queue, worker_id: 'leaving', wait_ms: 30_000 });
+      await sleep(300);
+      const t0 = performance.now();
+      const stopping = a.stop().then(() => (aStopped = true));
+      const r = await poll;
+      const answeredMs = performance.now() - t0;
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      assert.deepEqual(r.body.jobs, []);
+      assert.equal(r.headers.get('connection'), 'close');
+      // Far below the stop's grace (5 s): B answered it when A said it was leaving.
+      assert.ok(answeredMs < 2_500, `answered ${answeredMs.toFixed(0)} ms after the stop began`);
+      await stopping;
+      // B parks nothing for it any more: a job enqueued now goes to the next claim, not to the poll that left.
+      const api = new Api(b.url, a.api.key);
+      const job = await api.enqueue({ queue_name: queue, payload: {} });
+      const got = await api.post('/api/v1/jobs/claim', { queue_name: queue, worker_id: 'next' });
+      assert.deepEqual(got.body.jobs.map((j: { id: string }) => j.id), [job.id]);
+    } finally {
+      await b.stop();
+      if (!aStopped) await a.stop();
+      await store.dispose();
+    }
   });
 });
 

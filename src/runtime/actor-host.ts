@@ -97,6 +97,8 @@ interface Call<R> {
   /** The message id and the request's token, for a long poll that answers later. */
   id: number;
   token: Token;
+  /** The node that forwarded the message, if another did. */
+  via?: string;
 }
 
 type QueueHandlers = {
@@ -393,9 +395,12 @@ export class ActorHost {
           void this.release(m.shards).then(() => this.ok(m.id, null));
           break;
         case 'unpark':
-          this.unparked = true;
+          // This node stops (no `via`): every parked claim, and none parks from now on. Another node stops: the claims
+          // it forwarded here.
+          if (m.via === undefined) this.unparked = true;
           for (const slot of this.actors.values()) {
-            if ('actor' in slot && slot.actor instanceof QueueActor) for (const w of slot.actor.drainWaiters()) w.respond(EMPTY_CLAIM);
+            if (!('actor' in slot && slot.actor instanceof QueueActor)) continue;
+            for (const w of m.via === undefined ? slot.actor.drainWaiters() : slot.actor.waitersVia(m.via)) w.respond(EMPTY_CLAIM);
           }
           this.ok(m.id, null);
           break;
@@ -903,7 +908,7 @@ export class ActorHost {
     this.run(key, actor, () => {
       const token = this.currentToken;
       try {
-        this.queueOp(m, actor, { id: m.id, token, answer: (reply) => this.replyAfterCommit(m.id, reply, token, as) });
+        this.queueOp(m, actor, { id: m.id, token, via: m.via, answer: (reply) => this.replyAfterCommit(m.id, reply, token, as) });
       } catch (err) {
         // Errors also wait for the commit: they may describe state an in-flight batch has not made durable yet.
         this.replyAfterCommit(
@@ -996,6 +1001,7 @@ export class ActorHost {
         clearTimeout(timer);
         call.answer(r);
       },
+      ...(call.via !== undefined ? { via: call.via } : {}),
     };
     actor.addWaiter(w);
     // Long-poll time is network time: real timers, whatever the clock.

@@ -158,10 +158,11 @@ export class ActorPool {
   /**
    * Answers every long poll parked on this node's actors now, with no jobs, and parks none from then on: a stopping
    * node's workers (and the peers that forwarded claims to it) are answered at once instead of at the end of their
-   * wait or of the stop's grace, those whose claim was still on its way included.
+   * wait or of the stop's grace, those whose claim was still on its way included. With `via`, only the long polls
+   * that node forwarded here (it is the one stopping).
    */
-  async unpark(): Promise<void> {
-    await Promise.all(this.threads.map((t) => this.post<null>(t, (id) => ({ t: 'unpark', id })).catch(() => {})));
+  async unpark(via?: string): Promise<void> {
+    await Promise.all(this.threads.map((t) => this.post<null>(t, (id) => ({ t: 'unpark', id, ...(via !== undefined ? { via } : {}) })).catch(() => {})));
   }
 
   /** Fires due timers on every thread (manual clock) and waits for what they wrote to commit. */

@@ -138,6 +138,8 @@ export interface QueueAsk<K extends QueueOp = QueueOp> {
   queue: string;
   op: K;
   args: QueueOps[K]['args'];
+  /** The node that forwarded it here (cluster/forwarding.ts): its long poll is answered when that node stops. */
+  via?: string;
 }
 
 export interface OrgAsk<K extends OrgOp = OrgOp> {
@@ -168,7 +170,7 @@ export type ThreadIn =
   /** Shards being handed over: stop serving them, answer once what was written for them is committed. */
   | { t: 'release'; id: number; shards: number[] }
   /** The node is stopping: answer every parked long poll now, empty (claims that come later park as usual). */
-  | { t: 'unpark'; id: number };
+  | { t: 'unpark'; id: number; via?: string };
 
 /** Group commits of one thread since its last report: one entry per commit (records, milliseconds). */
 export interface CommitStats {

@@ -248,6 +248,8 @@ export interface HeartbeatReply {
 export interface Waiter {
   input: ClaimInput;
   respond(reply: Reply<ClaimReply>): void;
+  /** The node that forwarded the claim, when another did. */
+  via?: string;
 }
 
 export type ClaimReply = { jobs: Record<string, unknown>[] };
@@ -799,6 +801,13 @@ export class QueueActor {
     const all = this.waiters;
     this.waiters = [];
     return all;
+  }
+
+  /** Takes out the waiters of claims that node `via` forwarded (it is stopping). */
+  waitersVia(via: string): Waiter[] {
+    const out = this.waiters.filter((w) => w.via === via);
+    if (out.length > 0) this.waiters = this.waiters.filter((w) => w.via !== via);
+    return out;
   }
 
   complete(input: CompleteInput, fx: Effects): Reply<CompleteReply> {

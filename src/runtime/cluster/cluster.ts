@@ -17,6 +17,8 @@ import { Membership } from './membership.js';
 
 /** The node-to-node method by which a node tells the others that it moved shards: they read the map at once. */
 const MOVED = 'moved';
+/** A stopping node's cast: answer the long polls it forwarded here. */
+const UNPARK = 'unpark';
 
 export interface ClusterOptions {
   config: Config;
@@ -74,12 +76,13 @@ export class Cluster {
     const forwarding = new Forwarding<Routed>({
       membership,
       peers: this.peers,
-      local: (shard, message) => pool.local(shard, message),
+      local: (shard, message, from) => pool.local(shard, from !== undefined && message.t === 'queue' ? { ...message, via: from } : message),
       // A shard between owners (a lease running out after a node died) is waited for up to a lease's length.
       patienceMs: config.clusterLeaseMs,
     });
     forwarding.serve();
     this.peers?.handle(MOVED, () => membership.poke());
+    this.peers?.handle(UNPARK, (_payload, from) => pool.unpark(from));
     pool.onFenced(() => membership.poke());
     pool.routeWith((shard, message) => forwarding.send(shard, message));
     await membership.start();
@@ -116,6 +119,14 @@ export class Cluster {
   /** Sends `method` to one other node, without waiting; lost if it cannot be reached. */
   cast(node: { id: string; address: string }, method: string, payload: unknown): void {
     this.peers?.cast(node.id, node.address, method, payload);
+  }
+
+  /**
+   * This node stops: the other live nodes answer the long polls it forwarded to them now, with no jobs (its clients
+   * are answered instead of cut at the end of the grace, and no job goes to a claim whose client is leaving).
+   */
+  unparkElsewhere(): void {
+    for (const n of this.others()) this.cast(n, UNPARK, null);
   }
 
   /** Tells the other live nodes to read the map of owners now. */

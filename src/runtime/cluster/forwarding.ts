@@ -18,8 +18,8 @@ export interface Forwarded<M> {
 export interface ForwardingOptions<M> {
   membership: Membership;
   peers: Peers | null;
-  /** Runs a message for a shard this node owns (on its actor threads). */
-  local(shard: number, message: M): Promise<unknown>;
+  /** Runs a message for a shard this node owns (on its actor threads); `from`: the node that forwarded it. */
+  local(shard: number, message: M, from?: string): Promise<unknown>;
   /** How long a message waits for a shard that has no reachable owner before it is a 503. */
   patienceMs: number;
 }
@@ -34,10 +34,10 @@ export class Forwarding<M> {
 
   /** Registers the receiving side: a peer's message for a shard this node owns. */
   serve(): void {
-    this.o.peers?.handle(ASK, (payload) => {
+    this.o.peers?.handle(ASK, (payload, from) => {
       const { shard, message } = payload as Forwarded<M>;
       if (!this.o.membership.owns(shard)) throw moved(shard);
-      return this.o.local(shard, message);
+      return this.o.local(shard, message, from);
     });
   }
 
