@@ -17,6 +17,12 @@ const POLL_MS = 5_000;
 type Json = Record<string, unknown>;
 const str = (v: unknown): string => (v === null || v === undefined ? '' : String(v));
 
+/**
+ * An absent string field: left out of the message rather than set to "", which protobufjs would encode anyway (a
+ * reader sees "" either way, proto3's default). A claimed job has half a dozen such fields.
+ */
+const opt = (v: unknown): string | undefined => (v === null || v === undefined || v === '' ? undefined : String(v));
+
 /** A job as the REST API shows it (presentJob), as a queue.v1.Job. */
 export function toJob(j: Json): Json {
   return {
@@ -28,23 +34,23 @@ export function toJob(j: Json): Json {
     priority: j.priority,
     retryCount: j.retry_count,
     maxRetries: j.max_retries,
-    lastError: str(j.last_error),
+    lastError: opt(j.last_error),
     tags: Object.fromEntries(Object.entries((j.tags as Json | null) ?? {}).map(([k, v]) => [k, str(v)])),
-    idempotencyKey: str(j.idempotency_key),
+    idempotencyKey: opt(j.idempotency_key),
     timeoutSeconds: j.timeout_seconds,
-    workerId: str(j.assigned_worker_id),
-    leaseId: str(j.lease_id),
-    leaseExpiresAt: str(j.lease_expires_at),
-    scheduledAt: str(j.scheduled_at),
-    createdAt: str(j.created_at),
-    startedAt: str(j.started_at),
-    completedAt: str(j.completed_at),
-    updatedAt: str(j.updated_at),
-    workflowId: str(j.workflow_id),
-    completionWebhook: str(j.completion_webhook),
-    concurrencyKey: str(j.concurrency_key),
+    workerId: opt(j.assigned_worker_id),
+    leaseId: opt(j.lease_id),
+    leaseExpiresAt: opt(j.lease_expires_at),
+    scheduledAt: opt(j.scheduled_at),
+    createdAt: opt(j.created_at),
+    startedAt: opt(j.started_at),
+    completedAt: opt(j.completed_at),
+    updatedAt: opt(j.updated_at),
+    workflowId: opt(j.workflow_id),
+    completionWebhook: opt(j.completion_webhook),
+    concurrencyKey: opt(j.concurrency_key),
     progress: (j.progress as Json | null)?.progress ?? -1,
-    progressMessage: str((j.progress as Json | null)?.message),
+    progressMessage: opt((j.progress as Json | null)?.message),
   };
 }
 
