@@ -250,7 +250,7 @@ export function queueService(ctx: GrpcContext): UntypedServiceImplementation {
    * Up: {ref, claim | complete | completes | fail | renew}. Down: claimed jobs, and an Ack {ref, jobId, code, message,
    * reply} for each complete, fail and renew (and for a claim that was refused). A claim with jobBatches gets its
    * jobs as JobBatch messages, and a CompleteBatch (completes) its acks as one AckBatch: per message, grpc-js and
-   * protobufjs cost both ends several times what a job's own fields do. The completes that arrive in
+   * protobufjs cost both ends more than a small job's own fields do. The completes that arrive in
    * the same turn go to the queue actors together (one ask per queue), each answered by its own ack as if alone.
    * A claim that arrives behind completes not yet asked of their actors is asked right after them (as
    * jobs.completeMany asks its claim): an actor takes its messages in order, so the claim finds the slots they
