@@ -45,6 +45,15 @@ import type { AckClaim, AckResult, Job } from './types.js';
 /** The error history's entry the service writes when a lease runs out. */
 const LEASE_EXPIRY_ERROR = 'lease expired';
 
+/** The length of a result's JSON (0 for one that is not JSON: the service will refuse it, and it fails alone). */
+export function resultBytes(result: unknown): number {
+  try {
+    return JSON.stringify(result)?.length ?? 4;
+  } catch {
+    return 0;
+  }
+}
+
 /** Items per batch: the service takes up to 500. */
 export const ACK_MAX_ITEMS = 500;
 /** Bytes of results per batch, roughly (a larger result goes alone). */
@@ -90,15 +99,10 @@ export class AckBatcher {
     private readonly signal: AbortSignal,
   ) {}
 
-  complete(job: Job<never>, result: unknown): Promise<void> {
+  /** `json`: the length of the result's JSON, when the caller has measured it already. */
+  complete(job: Job<never>, result: unknown, json: number = resultBytes(result)): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      let bytes = 64;
-      try {
-        bytes += JSON.stringify(result)?.length ?? 4;
-      } catch {
-        /* the service will refuse it: its batch is split and it fails alone */
-      }
-      this.push({ job, result, bytes, attempts: 0, maybeDone: false, resolve, reject });
+      this.push({ job, result, bytes: 64 + json, attempts: 0, maybeDone: false, resolve, reject });
     });
   }
 

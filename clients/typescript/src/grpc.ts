@@ -53,7 +53,7 @@ import { ERROR_CLASSES, LeaseExpiredError, SluiceError, UnknownApiError, Connect
 import { backoff, sleep } from './http.js';
 import type { Job, JobStatus } from './types.js';
 import { CLAIM_LINGER_MS, CLAIM_MAX, CLAIM_MAX_BEFORE, claimThreshold } from './claiming.js';
-import { ACK_MAX_ITEMS, failEcho } from './acks.js';
+import { ACK_MAX_ITEMS, failEcho, resultBytes } from './acks.js';
 import type { Transport, TransportHost } from './worker.js';
 
 const PROTO_PATH = fileURLToPath(new URL('../proto/queue/v1/queue.proto', import.meta.url));
@@ -424,7 +424,7 @@ export class GrpcTransport implements Transport {
     }
   }
 
-  async complete(job: Job<never>, result: unknown): Promise<void> {
+  async complete(job: Job<never>, result: unknown, bytes: number = resultBytes(result)): Promise<void> {
     const req = { jobId: job.id, workerId: this.host.workerId, leaseId: job.lease_id ?? '', result: toValue(result) };
     // Sent more than once (the stream's attempt, or a retry), a LEASE_EXPIRED may be the echo of our own success.
     let resent = false;
@@ -437,7 +437,7 @@ export class GrpcTransport implements Transport {
         resent = true;
         return once();
       },
-      result === null || result === undefined ? 4 : JSON.stringify(result).length,
+      bytes,
     );
   }
 

@@ -152,7 +152,8 @@ export interface Transport {
    * ends: gRPC waits for the acks in flight on its stream until then at the latest.
    */
   stopClaiming(grace?: AbortSignal): Promise<void>;
-  complete(job: Job<never>, result: unknown): Promise<void>;
+  /** `bytes`: the length of the result's JSON, when the caller has it (the worker checks every result is JSON). */
+  complete(job: Job<never>, result: unknown, bytes?: number): Promise<void>;
   /**
    * The status the job went to (`scheduled` or `deadletter`), when known. `giveBack`: a job handed back at close,
    * retried within the bound this signal sets (close()'s) rather than the reports' (see endReports).
@@ -621,15 +622,16 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
         this.emit('failed', job, err, status);
       } else if (outcome.ok) {
         let result: unknown = outcome.value === undefined ? null : outcome.value;
+        let bytes: number;
         try {
-          JSON.stringify(result);
+          bytes = JSON.stringify(result)?.length ?? 4;
         } catch (e) {
           const err = new Error(`the handler's result is not JSON: ${(e as Error).message}`);
           const status = await this.transport!.fail(r.job, err.message, true);
           this.emit('failed', job, err, status);
           return;
         }
-        await this.transport!.complete(r.job, result);
+        await this.transport!.complete(r.job, result, bytes);
         this.emit('completed', job, outcome.value);
       } else {
         const retryable = !(outcome.error instanceof UnrecoverableError);
@@ -952,8 +954,8 @@ class HttpTransport implements Transport {
   }
 
   /** Batched with the other completions of this turn (acks.ts); resolves or rejects with this job's own outcome. */
-  complete(job: Job<never>, result: unknown): Promise<void> {
-    return this.acks.complete(job, result);
+  complete(job: Job<never>, result: unknown, bytes?: number): Promise<void> {
+    return this.acks.complete(job, result, bytes);
   }
 
   /** Sent more than once (a retry), a LEASE_EXPIRED may be the echo of our own fail: read back (acks.ts). */
