@@ -278,6 +278,71 @@ describe("a group commit's inserts", () => {
   });
 });
 
+describe("a group commit's rows", () => {
+  // Rows travel without the values a new job usually has and without the group's most common organization and queue
+  // (commitBatch's insertJobs): a row that differs from them in every such field, in a group where it is the
+  // minority, must come back as it was written, and so must an update that sets those fields away and back.
+  test('a job unlike the others of its group, and unlike the usual job, is stored as it was', async () => {
+    const other = randomUUID();
+    const now = new Date().toISOString();
+    await store.query(`INSERT INTO organizations (id, name, slug, created_at, updated_at) VALUES ($1, 'rows', $2, $3, $3)`, [other, `rows-${other.slice(0, 8)}`, now]);
+    const jobOf = (r: JournalRecord) => (r as Extract<JournalRecord, { kind: 'insert' }>).job;
+    const usual = [insert('rows-usual'), insert('rows-usual'), insert('rows-usual')];
+    const t = Date.now();
+    const odd: JournalRecord = {
+      kind: 'insert',
+      conflictKey: false,
+      job: {
+        ...jobOf(insert('rows-odd')),
+        organization_id: other,
+        status: 'scheduled',
+        priority: -7,
+        retry_count: 2,
+        max_retries: 9,
+        errors: [{ attempt: 1, error: 'boom', at: new Date(t).toISOString() }],
+        tags: { team: 'a' },
+        timeout_seconds: 42,
+        scheduled_at: t + 60_000,
+        updated_at: t + 5,
+        dependencies_met: false,
+        last_error: 'boom',
+      },
+    };
+    const elsewhere = { ...jobOf(insert('rows-usual')), queue_name: 'rows-elsewhere' };
+    await commitBatch(store, [...usual, odd, { kind: 'insert', conflictKey: false, job: elsewhere }]);
+    const read = async (id: string) =>
+      (await store.query<Record<string, unknown>>(
+        `SELECT organization_id, queue_name, status, priority, retry_count, max_retries, errors, tags, timeout_seconds,
+           dependencies_met, last_error, (extract(epoch FROM updated_at) * 1000)::float8 AS updated_ms,
+           (extract(epoch FROM created_at) * 1000)::float8 AS created_ms FROM jobs WHERE id = $1`,
+        [id],
+      ))[0]!;
+    const o = jobOf(odd);
+    const { updated_ms, created_ms: _, ...oddRow } = await read(o.id);
+    assert.deepEqual(oddRow, {
+      organization_id: other, queue_name: 'rows-odd', status: 'scheduled', priority: -7, retry_count: 2, max_retries: 9,
+      errors: o.errors, tags: { team: 'a' }, timeout_seconds: 42, dependencies_met: false, last_error: 'boom',
+    });
+    assert.equal(Math.round(updated_ms as number), o.updated_at);
+    const u = await read(jobOf(usual[0]!).id);
+    assert.deepEqual(
+      { organization_id: u.organization_id, queue_name: u.queue_name, status: u.status, priority: u.priority, retry_count: u.retry_count, max_retries: u.max_retries, errors: u.errors, tags: u.tags, timeout_seconds: u.timeout_seconds, dependencies_met: u.dependencies_met },
+      { organization_id: org, queue_name: 'rows-usual', status: 'pending', priority: 0, retry_count: 0, max_retries: 3, errors: [], tags: {}, timeout_seconds: 300, dependencies_met: true },
+    );
+    assert.equal(Math.round(u.updated_ms as number), Math.round(u.created_ms as number));
+    assert.equal((await read(elsewhere.id)).queue_name, 'rows-elsewhere');
+
+    // Updates: away from the usual values, then back to them.
+    const away: JournalRecord = { kind: 'update', id: jobOf(usual[1]!).id, state: { ...jobOf(usual[1]!), priority: 5, retry_count: 1, dependencies_met: false } };
+    await commitBatch(store, [away]);
+    let r = await read(jobOf(usual[1]!).id);
+    assert.deepEqual([r.priority, r.retry_count, r.dependencies_met], [5, 1, false]);
+    await commitBatch(store, [{ kind: 'update', id: jobOf(usual[1]!).id, state: { ...jobOf(usual[1]!) } }]);
+    r = await read(jobOf(usual[1]!).id);
+    assert.deepEqual([r.priority, r.retry_count, r.dependencies_met], [0, 0, true]);
+  });
+});
+
 describe('shard leases', () => {
   test('take free shards under a new epoch, renew them, hand them over; a lease that ran out is taken by another', async () => {
     const X = randomUUID();
