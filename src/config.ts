@@ -36,6 +36,8 @@ export interface Config {
    * store and is read back page by page as claims drain the window (docs/architecture.md, "Paging").
    */
   readonly queueWindow: number;
+  /** Memory for the rows of new jobs, kept so that their claims need not read them back (ROW_CACHE_MB; 0: none). */
+  readonly rowCacheBytes: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   /** text: one human line per event; json: one JSON object per line (log shippers). */
   readonly logFormat: 'text' | 'json';
@@ -174,6 +176,7 @@ export function loadConfig(env: Env = process.env): Config {
     pgPoolSize: int('PG_POOL_SIZE', 4, 2, 100),
     commitPipeline: int('COMMIT_PIPELINE', 2, 1, 8),
     queueWindow: int('QUEUE_WINDOW', 10_000, 10, 10_000_000),
+    rowCacheBytes: int('ROW_CACHE_MB', 32, 0, 65_536) * 1024 * 1024,
     logLevel: oneOf('LOG_LEVEL', 'info', ['debug', 'info', 'warn', 'error', 'silent'] as const),
     logFormat: oneOf('LOG_FORMAT', 'text', ['text', 'json'] as const),
     jwtSecret: env.JWT_SECRET ? env.JWT_SECRET : null,

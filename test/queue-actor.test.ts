@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { JobIds } from '../src/actors/ids.js';
-import { backoffMs, QueueActor } from '../src/actors/queue/queue-actor.js';
+import { backoffMs, QueueActor, RowBudget } from '../src/actors/queue/queue-actor.js';
 import type { CommitResult, DomainEvent, Effects, JournalRecord } from '../src/actors/records.js';
 import { enqueueInput } from './fixtures/enqueue-input.js';
 
@@ -34,6 +34,44 @@ function harness() {
 }
 
 describe('QueueActor', () => {
+  test('kept rows: claims answered from them while the budget lasts, given back on claim, change and dispose', () => {
+    const h = harness();
+    // 700 bytes per row (600 of overhead and a 100-byte payload): room for two.
+    const budget = new RowBudget(1_400);
+    const actor = new QueueActor('org', 'q', { retryUnitMs: 1000, defaultMaxRetries: 3, defaultTimeoutSeconds: 60, rows: budget }, null);
+    const payloads = [{ n: 1 }, { n: 2 }, { n: 3 }];
+    for (const payload of payloads) actor.enqueue(h.input({ payload, payload_bytes: 100, tags: { t: 'x' } }), h.fx)(h.commit());
+    assert.equal(budget.left, 0);
+    const inserted = h.records.filter((r) => r.kind === 'insert').map((r) => (r as Extract<JournalRecord, { kind: 'insert' }>).job);
+    const reply = actor.claim({ worker_id: 'w', limit: 3, lease_duration_secs: null }, h.fx)!;
+    const claims = h.records.filter((r) => r.kind === 'update') as Array<Extract<JournalRecord, { kind: 'update' }>>;
+    assert.deepEqual(claims.map((c) => [c.confirm ?? false, c.returning ?? false]), [[true, false], [true, false], [false, true]]);
+    assert.equal(budget.left, 1_400, 'a claim gives its row back');
+    // The commit confirms the first two with an empty row and returns the third's row.
+    const out: CommitResult = { rows: new Map<string, Record<string, unknown>>([[claims[0]!.id, {}], [claims[1]!.id, {}], [claims[2]!.id, { id: claims[2]!.id, lease_id: claims[2]!.state.lease_id, from: 'store' }]]), inserted: new Set() };
+    const jobs = reply(out).jobs as Array<Record<string, unknown>>;
+    assert.deepEqual(jobs.map((j) => j.payload), [{ n: 1 }, { n: 2 }, undefined]);
+    assert.equal(jobs[2]!.from, 'store');
+    for (const [i, j] of jobs.slice(0, 2).entries()) {
+      assert.deepEqual(j, { ...inserted[i], ...claims[i]!.state }, 'the kept row with the claim\'s state');
+      assert.equal(j.status, 'processing');
+    }
+    // A claim whose update found no row (the store disagrees) hands nothing out and marks the actor diverged.
+    actor.enqueue(h.input({ payload: {}, payload_bytes: 2 }), h.fx)(h.commit());
+    assert.equal(budget.left, 1_400 - 602);
+    const lost = actor.claim({ worker_id: 'w', limit: 1, lease_duration_secs: null }, h.fx)!;
+    assert.deepEqual(lost({ rows: new Map(), inserted: new Set() }).jobs, []);
+    assert.equal(actor.diverged, true);
+    // A job that changes before its claim (cancelled here) gives its row back, and so does a dropped actor.
+    const a = actor.enqueue(h.input({ payload: {}, payload_bytes: 0 }), h.fx)(h.commit()) as unknown as { job: { id: string } };
+    actor.enqueue(h.input({ payload: {}, payload_bytes: 0 }), h.fx)(h.commit());
+    assert.equal(budget.left, 1_400 - 1_200);
+    actor.cancel(a.job.id, h.fx);
+    assert.equal(budget.left, 1_400 - 600);
+    actor.dispose();
+    assert.equal(budget.left, 1_400);
+  });
+
   test('ids are strictly increasing within one millisecond', () => {
     const g = new JobIds();
     const a = Array.from({ length: 5000 }, () => g.next(1_000));

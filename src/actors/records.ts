@@ -103,6 +103,8 @@ export type JournalRecord =
       clearExpiry?: true;
       /** Return the whole row after the write (claims hand the payload to the worker). */
       returning?: boolean;
+      /** Return an empty row if the write took (a claim answered from the row its actor kept). */
+      confirm?: boolean;
       /** Write only if the row is in one of these states (reviving a terminal job the actor does not hold). */
       onlyFrom?: JobStatus[];
     };
@@ -111,7 +113,7 @@ export type JournalRecord =
 export interface CommitOutput {
   /**
    * Rows asked for with `returning`, by job id: each `get` a row object of its own, which the reply may hand out
-   * (its JSON values are shared and never changed in place).
+   * (its JSON values are shared and never changed in place). A write with `confirm` that took has an empty row.
    */
   rows: Pick<Map<string, Record<string, unknown>>, 'get'>;
   /** Ids whose insert took place (an idempotency conflict skips it). */

@@ -244,11 +244,13 @@ export class Jobs {
     const scheduledAt = parseTime('scheduled_at', def.scheduled_at);
     const expiresAt = expiryOf(def.expires_at, scheduledAt, this.c.clock.now(), problems);
     if (problems.length > 0) throw validationError(problems, `${problems[0]!.field} ${problems[0]!.message}`);
+    const bytes = Buffer.byteLength(JSON.stringify(def.payload));
     return {
       queue: def.queue_name,
-      bytes: Buffer.byteLength(JSON.stringify(def.payload)),
+      bytes,
       input: {
         payload: def.payload,
+        payload_bytes: bytes,
         priority: def.priority ?? 0,
         max_retries: def.max_retries ?? null,
         timeout_seconds: def.timeout_seconds ?? null,

@@ -29,11 +29,11 @@
 // kept per queue while its shard is served here (queue-metrics.ts); the `metrics` operation reads them without
 // loading the actor.
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
+import { actorHosts, type Config } from '../config.js';
 import { AppError } from '../errors.js';
 import { Heap } from '../actors/heap.js';
 import { JobIds } from '../actors/ids.js';
-import { QueueActor, type Waiter } from '../actors/queue/queue-actor.js';
+import { QueueActor, RowBudget, type QueueSettings, type Waiter } from '../actors/queue/queue-actor.js';
 import { QueueMetricsBook } from '../actors/queue/queue-metrics.js';
 import { OrgActor, utcDay } from '../actors/org/org-actor.js';
 import type { DomainEvent, Effects, JournalRecord, Reply } from '../actors/records.js';
@@ -153,7 +153,7 @@ export class ActorHost {
   private readonly ids = new JobIds();
   private readonly journal: Journal;
   private readonly fx: Effects;
-  private readonly settings: { retryUnitMs: number; defaultMaxRetries: number; defaultTimeoutSeconds: number; window: number };
+  private readonly settings: QueueSettings;
   /** The actor running now, and the request it runs for: its records, events and reply share the token. */
   private currentKey = '';
   private currentToken: Token = 0;
@@ -199,6 +199,7 @@ export class ActorHost {
       defaultMaxRetries: config.defaultMaxRetries,
       defaultTimeoutSeconds: config.defaultTimeoutSeconds,
       window: config.queueWindow,
+      ...(config.rowCacheBytes > 0 ? { rows: new RowBudget(Math.floor(config.rowCacheBytes / actorHosts(config.actorThreads))) } : {}),
     };
     const ids = this.ids;
     const host = this;
@@ -365,7 +366,10 @@ export class ActorHost {
     for (const [key, slot] of [...this.actors]) {
       if (!shards.has(this.shardOfKey(key))) continue;
       this.actors.delete(key);
-      if ('actor' in slot && slot.actor instanceof QueueActor) for (const w of slot.actor.drainWaiters()) w.respond(MOVED_CLAIM);
+      if ('actor' in slot && slot.actor instanceof QueueActor) {
+        slot.actor.dispose();
+        for (const w of slot.actor.drainWaiters()) w.respond(MOVED_CLAIM);
+      }
       for (const m of this.waitingOn(slot)) this.fail(m.id, moved());
     }
   }
@@ -847,6 +851,7 @@ export class ActorHost {
       const slot = this.actors.get(key);
       this.actors.delete(key);
       if (slot && 'actor' in slot && slot.actor instanceof QueueActor) {
+        slot.actor.dispose();
         for (const w of slot.actor.drainWaiters()) w.respond(EMPTY_CLAIM);
       }
       // Messages that waited for a suspended actor (or for an organization's count) never ran: they run on the rebuilt one.

@@ -82,7 +82,22 @@ export interface QueueSettings {
   defaultTimeoutSeconds: number;
   /** Ready jobs held per queue (QUEUE_WINDOW); the rest stay in the store. Absent: every ready job is held. */
   window?: number;
+  /** Memory the queues of one host share for the rows of new jobs (ROW_CACHE_MB). Absent: no row is kept. */
+  rows?: RowBudget;
 }
+
+/**
+ * The bytes left for kept rows, shared by the queues of one host. A new job's row (its payload included) is kept
+ * while this allows, so that its claim is answered from memory: the claim's commit then returns no row
+ * (`row_to_json` and its parse were a tenth of PostgreSQL's and of the node's CPU per claim, docs/BENCHMARKS.md).
+ * DESIGN's invariant 4 bounds what a queue holds beyond metadata by such a budget.
+ */
+export class RowBudget {
+  constructor(public left: number) {}
+}
+
+/** What a kept row is counted as besides its payload's JSON: the row object and its fields. */
+const ROW_OVERHEAD = 600;
 
 /** A lane's window is this share of the queue's, and never smaller than this many jobs. */
 const LANE_MIN = 8;
@@ -124,6 +139,9 @@ export interface LiveJob {
   win?: Win | null;
   /** A paged-out job held for the one request that named it (see adopt). */
   pinned?: boolean;
+  /** The row as inserted, kept while nothing but a claim has changed it (see RowBudget); `rowBytes` its count. */
+  row?: JobRow | null;
+  rowBytes?: number;
 }
 
 /**
@@ -131,7 +149,7 @@ export interface LiveJob {
  * shape: the ready heap compares jobs millions of times, and jobs of four shapes (made by enqueue, rebuild, refill
  * and revive, with `win` and `pinned` added on first placing) made those comparisons 2–3× dearer (docs/BENCHMARKS.md).
  */
-export function liveJobOf(r: Omit<LiveJob, 'ver' | 'win' | 'pinned'>): LiveJob {
+export function liveJobOf(r: Omit<LiveJob, 'ver' | 'win' | 'pinned' | 'row' | 'rowBytes'>): LiveJob {
   return {
     id: r.id,
     status: r.status,
@@ -159,6 +177,8 @@ export function liveJobOf(r: Omit<LiveJob, 'ver' | 'win' | 'pinned'>): LiveJob {
     ver: 0,
     win: null,
     pinned: false,
+    row: null,
+    rowBytes: 0,
   };
 }
 
@@ -183,6 +203,8 @@ export interface EnqueueInput {
   debounce?: Debounce | null;
   /** Not started by this instant (epoch ms), the job is cancelled as expired. */
   expires_at?: number | null;
+  /** The payload's size as JSON, measured by the caller: the job's row may then be kept for its claim (RowBudget). */
+  payload_bytes?: number;
 }
 
 export interface Debounce {
@@ -257,6 +279,8 @@ export type ClaimReply = { jobs: Record<string, unknown>[] };
 interface Taken {
   id: string;
   lease: string;
+  /** The reply's row, made from the job's kept row (null: the commit returns it). */
+  row: JobRow | null;
 }
 
 export interface QueueConfig {
@@ -674,6 +698,7 @@ export class QueueActor {
       if (existing) {
         this.keys.delete(key);
         existing.idempotency_key = null;
+        this.dropRow(existing);
         fx.write({ kind: 'update', id: existing.id, state: this.state(existing, now), dropKey: true });
       }
     }
@@ -755,6 +780,7 @@ export class QueueActor {
 
     if (key === null) {
       this.place(job);
+      this.keep(job, row, input.payload_bytes);
       this.armExpiry(job);
       this.feedWaiters(fx);
       return () => ({ created: true, row });
@@ -768,6 +794,7 @@ export class QueueActor {
       }
       job.status = row.status as LiveStatus;
       this.place(job);
+      this.keep(job, row, input.payload_bytes);
       this.armExpiry(job);
       this.feedWaiters(fx);
       return { created: true, row };
@@ -1320,12 +1347,15 @@ export class QueueActor {
       job.started_at = now;
       job.lease_ms = (input.lease_duration_secs ?? job.timeout_seconds) * 1000;
       job.lease_expires_at = now + job.lease_ms;
+      const kept = job.row ?? null;
       this.place(job);
       this.started(job);
-      // Only from pending: a claim never takes a row that is not what this actor believes it is.
-      fx.write({ kind: 'update', id: job.id, state: this.state(job, now), returning: true, onlyFrom: ['pending'] });
+      const state = this.state(job, now);
+      // Only from pending: a claim never takes a row that is not what this actor believes it is. A kept row answers
+      // the claim; the commit then only confirms that its update took (an empty row back), else it returns the row.
+      fx.write({ kind: 'update', id: job.id, state, ...(kept ? { confirm: true } : { returning: true }), onlyFrom: ['pending'] });
       this.publish(fx, 'job.started', job.id, 'processing', { worker_id: input.worker_id, attempt: job.retry_count + 1 }, false, job.due_at);
-      taken.push({ id: job.id, lease: job.lease_id });
+      taken.push({ id: job.id, lease: job.lease_id, row: kept ? { ...kept, ...state } : null });
     }
     return taken;
   }
@@ -1348,10 +1378,14 @@ export class QueueActor {
    */
   private claimed(taken: Taken[], out: CommitOutput): ClaimReply {
     const jobs: ClaimReply['jobs'] = [];
-    for (const { id, lease } of taken) {
+    for (const { id, lease, row: kept } of taken) {
       const row = out.rows.get(id);
       if (!row) this.diverged = true;
-      else if (row.lease_id === lease) jobs.push(row);
+      // A kept row's claim is the job's last one of its group if the job still holds its lease (a later claim of
+      // the same group would have replaced it): the committed row is then this claim's.
+      else if (kept !== null) {
+        if (this.jobs.get(id)?.lease_id === lease) jobs.push(kept as unknown as ClaimReply['jobs'][number]);
+      } else if (row.lease_id === lease) jobs.push(row);
     }
     return { jobs };
   }
@@ -1378,6 +1412,7 @@ export class QueueActor {
   /** Puts the job in the structure of its status, under a new version. */
   private place(job: LiveJob): void {
     job.ver++;
+    this.dropRow(job);
     this.unhold(job);
     job.pinned = false;
     this.jobs.set(job.id, job);
@@ -1407,8 +1442,35 @@ export class QueueActor {
     }
   }
 
+  /**
+   * Keeps a new job's row for its claim, while the host's budget allows: only a ready job (a scheduled or blocked
+   * one changes before it runs) whose payload's size the caller measured. Any later change but the claim drops it.
+   */
+  private keep(job: LiveJob, row: JobRow, payloadBytes: number | undefined): void {
+    const budget = this.settings.rows;
+    if (budget === undefined || payloadBytes === undefined || job.status !== 'pending' || job.blocked || job.win == null) return;
+    const bytes = payloadBytes + ROW_OVERHEAD;
+    if (budget.left < bytes) return;
+    budget.left -= bytes;
+    job.row = row;
+    job.rowBytes = bytes;
+  }
+
+  private dropRow(job: LiveJob): void {
+    if (!job.row) return;
+    this.settings.rows!.left += job.rowBytes!;
+    job.row = null;
+    job.rowBytes = 0;
+  }
+
+  /** Gives the host's budget back what this actor's jobs keep: the host is dropping the actor. */
+  dispose(): void {
+    for (const job of this.jobs.values()) this.dropRow(job);
+  }
+
   private forget(job: LiveJob): void {
     job.ver++;
+    this.dropRow(job);
     this.unhold(job);
     this.jobs.delete(job.id);
     if (job.idempotency_key !== null && this.keys.get(job.idempotency_key) === job) this.keys.delete(job.idempotency_key);

@@ -35,6 +35,7 @@ interface Update {
   /** Rare changes (a debounced payload, a progress report, a dropped idempotency key, a cleared expiry) in one JSON parameter. */
   extra: { payload?: unknown; progress?: Progress; drop_key?: true; clear_expiry?: true } | null;
   returning: boolean;
+  confirm: boolean;
   onlyFrom: string | null;
 }
 
@@ -53,6 +54,9 @@ interface Insert {
   /** The row is this map's own copy (a later record of the group folded into it), not the actor's. */
   own: boolean;
   progress?: Progress;
+  /** Claims folded into it: one answered from its actor's row (confirm), one that wants the row (returning). */
+  confirm?: boolean;
+  returning?: boolean;
 }
 
 /**
@@ -162,6 +166,8 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         if (rec.progress !== undefined) ins.progress = rec.progress;
         if (rec.dropKey) ins.row.idempotency_key = null;
         if (rec.clearExpiry) ins.row.expires_at = null;
+        if (rec.confirm) ins.confirm = true;
+        if (rec.returning) ins.returning = true;
         continue;
       }
       const prev = updates.get(rec.id);
@@ -181,6 +187,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         result: rec.result !== undefined ? rec.result : prev?.result,
         hasResult: rec.result !== undefined || (prev?.hasResult ?? false),
         returning: (rec.returning ?? false) || (prev?.returning ?? false),
+        confirm: (rec.confirm ?? false) || (prev?.confirm ?? false),
         // The first write of the group is the one that must find the row in the expected state.
         onlyFrom: prev ? prev.onlyFrom : (rec.onlyFrom?.join(',') ?? null),
       });
@@ -263,6 +270,9 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
       if (u.returning) {
         o.t = true;
         returning = true;
+      } else if (u.confirm) {
+        o.cf = true;
+        returning = true;
       }
       put(o, 'l', st.last_error);
       put(o, 'sa', st.scheduled_at);
@@ -293,9 +303,9 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         expires_at = CASE WHEN u.x ? 'clear_expiry' THEN NULL ELSE j.expires_at END,
         errors = CASE WHEN u.e IS NULL THEN j.errors ELSE j.errors || u.e END
       FROM json_to_recordset(${p1(JSON.stringify(us), 'json')}) AS u(i uuid, s text, p int, r int, l text, sa float8, st float8, c float8,
-        u float8, w text, li uuid, le float8, h bool, v jsonb, e jsonb, t bool, o text, d bool, x jsonb)
+        u float8, w text, li uuid, le float8, h bool, v jsonb, e jsonb, t bool, cf bool, o text, d bool, x jsonb)
       WHERE j.id = ANY (${ids()}) AND j.id = u.i AND (u.o IS NULL OR j.status = ANY (string_to_array(u.o, ',')))${guard}
-      ${returning || keyed.length > 0 ? 'RETURNING j.id, CASE WHEN u.t THEN row_to_json(j) END AS row' : ''})`);
+      ${returning || keyed.length > 0 ? `RETURNING j.id, CASE WHEN u.t THEN row_to_json(j) WHEN u.cf THEN '{}'::json END AS row` : ''})`);
     // Only the rows asked for come back (claims): a completion's answer is the actor's, not the row's.
     if (returning) selects.push(`SELECT 'u' AS k, id, row FROM upd WHERE row IS NOT NULL`);
   }
@@ -330,7 +340,8 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
       if (i.conflictKey) keyedIns.push(i);
       else {
         plainIns.push(i);
-        if (i.row.status === 'processing') claimedPlain = true;
+        // A claim answered from its actor's row needs none back: the statement's success confirms the insert.
+        if (i.row.status === 'processing' && (i.returning || !i.confirm)) claimedPlain = true;
       }
     }
     if (keyedIns.length > 0) {
@@ -365,6 +376,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
     if (r.k === 'i') out.inserted.add(r.id);
     if (r.row) out.rows.set(r.id, r.row);
   }
+  for (const i of inserts.values()) if (i.confirm && !i.conflictKey && !out.rows.has(i.row.id)) out.rows.set(i.row.id, {});
   return out;
 }
 
