@@ -45,10 +45,15 @@ import type { AckClaim, AckResult, Job } from './types.js';
 /** The error history's entry the service writes when a lease runs out. */
 const LEASE_EXPIRY_ERROR = 'lease expired';
 
+/** The length of a result's JSON (`undefined` counts as the `null` it is sent as); throws for one that is not JSON. */
+export function jsonLength(result: unknown): number {
+  return JSON.stringify(result)?.length ?? 4;
+}
+
 /** The length of a result's JSON (0 for one that is not JSON: the service will refuse it, and it fails alone). */
 export function resultBytes(result: unknown): number {
   try {
-    return JSON.stringify(result)?.length ?? 4;
+    return jsonLength(result);
   } catch {
     return 0;
   }

@@ -27,7 +27,7 @@ import { hostname as osHostname } from 'node:os';
 import type { SluiceClient } from './client.js';
 import { TypedEmitter } from './emitter.js';
 import { ConnectionError, JobCancelledError, LeaseExpiredError, NotFoundError, SluiceError } from './errors.js';
-import { AckBatcher, failEcho } from './acks.js';
+import { AckBatcher, failEcho, jsonLength } from './acks.js';
 import { CLAIM_LANES, CLAIM_LINGER_MS, CLAIM_MAX, CLAIM_MAX_BEFORE, claimThreshold, refusesLimit } from './claiming.js';
 import { backoff, sleep } from './http.js';
 import type { AckClaim, Job, JsonObject } from './types.js';
@@ -624,7 +624,7 @@ export class Worker<P = JsonObject, R = unknown> extends TypedEmitter<WorkerEven
         let result: unknown = outcome.value === undefined ? null : outcome.value;
         let bytes: number;
         try {
-          bytes = JSON.stringify(result)?.length ?? 4;
+          bytes = jsonLength(result);
         } catch (e) {
           const err = new Error(`the handler's result is not JSON: ${(e as Error).message}`);
           const status = await this.transport!.fail(r.job, err.message, true);

@@ -280,7 +280,7 @@ interface Taken {
   id: string;
   lease: string;
   /** The reply's row, made from the job's kept row (null: the commit returns it). */
-  row: JobRow | null;
+  row: ClaimReply['jobs'][number] | null;
 }
 
 export interface QueueConfig {
@@ -1384,7 +1384,7 @@ export class QueueActor {
       // A kept row's claim is the job's last one of its group if the job still holds its lease (a later claim of
       // the same group would have replaced it): the committed row is then this claim's.
       else if (kept !== null) {
-        if (this.jobs.get(id)?.lease_id === lease) jobs.push(kept as unknown as ClaimReply['jobs'][number]);
+        if (this.jobs.get(id)?.lease_id === lease) jobs.push(kept);
       } else if (row.lease_id === lease) jobs.push(row);
     }
     return { jobs };

@@ -332,6 +332,8 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
   // be in once the statement succeeds: no speculative insertion (8 % of the WAL of an insert) and no row back per job,
   // only the rows of jobs claimed within the group (row_to_json, for the claim's reply).
   let insertShape = '';
+  /** Plain inserts whose claims asked for a confirmation only: `{}` once the statement has succeeded. */
+  const confirmed: string[] = [];
   if (inserts.size > 0) {
     const keyedIns: Insert[] = [];
     const plainIns: Insert[] = [];
@@ -342,6 +344,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
         plainIns.push(i);
         // A claim answered from its actor's row needs none back: the statement's success confirms the insert.
         if (i.row.status === 'processing' && (i.returning || !i.confirm)) claimedPlain = true;
+        else if (i.confirm) confirmed.push(i.row.id);
       }
     }
     if (keyedIns.length > 0) {
@@ -376,7 +379,7 @@ export async function commitBatch(store: Store, records: readonly JournalRecord[
     if (r.k === 'i') out.inserted.add(r.id);
     if (r.row) out.rows.set(r.id, r.row);
   }
-  for (const i of inserts.values()) if (i.confirm && !i.conflictKey && !out.rows.has(i.row.id)) out.rows.set(i.row.id, {});
+  for (const id of confirmed) if (!out.rows.has(id)) out.rows.set(id, {});
   return out;
 }
 
