@@ -45,4 +45,4 @@ EXPOSE 8080 50051
 HEALTHCHECK --interval=15s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/health/ready').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/main.js"]
+CMD ["node", "--max-semi-space-size=32", "dist/main.js"]

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ConfigError, loadConfig } from '../src/config.js';
+import { NODE_FLAGS } from '../bench/lib.js';
 import { ROOT, STORE } from './helpers.js';
 
 const read = (p: string) => fs.readFileSync(path.join(ROOT, p), 'utf8');
@@ -97,7 +98,15 @@ test('the probes name the health routes, and the image checks readiness as a non
   assert.match(docker, /^USER node$/m);
   assert.match(docker, /^HEALTHCHECK .*\n?.*\/health\/ready/m);
   assert.match(docker, /npm ci --omit=dev/);
-  assert.match(docker, /^CMD \["node", "dist\/main\.js"\]$/m);
+  assert.match(docker, /^CMD \["node", "--max-semi-space-size=32", "dist\/main\.js"\]$/m);
+});
+
+test('production, `make run` and the benchmarks start the node with the same flags', () => {
+  const flags = NODE_FLAGS.join(' ');
+  assert.match(read('Dockerfile'), new RegExp(`^CMD \\["node", ${NODE_FLAGS.map((f) => `"${f}", `).join('')}"dist/main\\.js"\\]$`, 'm'));
+  assert.match(read('deploy/systemd/sluice.service'), new RegExp(`^ExecStart=/usr/bin/node ${flags} /opt/sluice/dist/main\\.js$`, 'm'));
+  assert.match(read('Makefile'), new RegExp(`^NODE_FLAGS := ${flags}$`, 'm'));
+  assert.match(read('Makefile'), /^\t\$\(NODE\) \$\(NODE_FLAGS\) src\/main\.ts$/m);
 });
 
 const dockerSkip = (): string | false => {
